@@ -1,0 +1,162 @@
+package quorum
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/seed818c56a1/quorumlock/clock"
+)
+
+// A Call performs one round's operation on one node. ctx carries the
+// per-node timeout; a Call that ignores it is still bounded, because the
+// Round stops waiting for it at the timeout and counts it as Failed.
+type Call[T any] func(ctx context.Context, node int) Vote[T]
+
+// A Round describes how one operation is fanned out. The zero value of each
+// optional field selects the documented default. A Round may be reused and
+// run concurrently.
+type Round[T any] struct {
+	Nodes   int           // number of nodes, numbered 0..Nodes-1
+	Need    int           // grants for success; 0 means Majority(Nodes)
+	Timeout time.Duration // per-node timeout; every call starts at once, so it is also the round's
+	Clock   clock.Clock   // nil means clock.Real()
+
+	// Decided reports whether the round can stop waiting; nil means
+	// (*Tally).Settled. Run stops anyway once no vote is pending.
+	Decided func(*Tally[T]) bool
+	// Go starts a goroutine for each call; nil means the go statement. A
+	// caller that must know when abandoned calls end supplies its own.
+	Go func(func())
+	// Late, when set, receives each vote that arrives after Run returned —
+	// including the real answer of a call that was counted as timed out.
+	// It runs on the call's goroutine.
+	Late func(node int, v Vote[T])
+}
+
+type answer[T any] struct {
+	node int
+	vote Vote[T]
+}
+
+// Run calls call for every node in parallel and returns as soon as the round
+// is decided, when every node has answered, when the timeout passes (calls
+// still running are then Failed with ErrTimeout), or when ctx ends (they are
+// then Failed with ctx.Err()). Votes of calls still running when Run returns
+// are Pending in the tally and go to Late.
+func (r *Round[T]) Run(ctx context.Context, call Call[T]) Tally[T] {
+	t := Tally[T]{Votes: make([]Vote[T], r.Nodes), Need: r.Need}
+	if t.Need == 0 {
+		t.Need = Majority(r.Nodes)
+	}
+	if r.Nodes == 0 {
+		return t
+	}
+	s := &state[T]{answers: make(chan answer[T], r.Nodes)}
+	for i := 0; i < r.Nodes; i++ {
+		r.spawn(func() { s.deliver(i, r.call(ctx, call, i), r.Late) })
+	}
+	timer := r.clock().NewTimer(r.Timeout)
+	defer timer.Stop()
+	for pending := r.Nodes; pending > 0 && !r.decided(&t); {
+		select {
+		case a := <-s.answers:
+			t.Votes[a.node] = a.vote
+			pending--
+		case <-timer.C():
+			r.fail(&t, ErrTimeout)
+			pending = 0
+		case <-ctx.Done():
+			r.fail(&t, ctx.Err())
+			pending = 0
+		}
+	}
+	for _, a := range s.close(&t) {
+		if r.Late != nil {
+			r.spawn(func() { r.Late(a.node, a.vote) })
+		}
+	}
+	return t
+}
+
+func (r *Round[T]) call(ctx context.Context, call Call[T], node int) Vote[T] {
+	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	return call(ctx, node)
+}
+
+// fail marks every pending vote Failed with err. The calls keep running, and
+// their real answers go to Late.
+func (r *Round[T]) fail(t *Tally[T], err error) {
+	for i := range t.Votes {
+		if t.Votes[i].Outcome == Pending {
+			t.Votes[i] = Vote[T]{Outcome: Failed, Err: err}
+		}
+	}
+}
+
+func (r *Round[T]) decided(t *Tally[T]) bool {
+	if r.Decided != nil {
+		return r.Decided(t)
+	}
+	return t.Settled()
+}
+
+func (r *Round[T]) spawn(f func()) {
+	if r.Go != nil {
+		r.Go(f)
+		return
+	}
+	go f()
+}
+
+func (r *Round[T]) clock() clock.Clock {
+	if r.Clock != nil {
+		return r.Clock
+	}
+	return clock.Real()
+}
+
+// state is what a round's calls share with its decider: whether the round is
+// still collecting, under a mutex so that no answer is lost between "still
+// collecting" and "late".
+type state[T any] struct {
+	mu      sync.Mutex
+	closed  bool
+	answers chan answer[T] // buffered for every node: a send never blocks
+}
+
+func (s *state[T]) deliver(node int, v Vote[T], late func(int, Vote[T])) {
+	s.mu.Lock()
+	if !s.closed {
+		s.answers <- answer[T]{node, v}
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	if late != nil {
+		late(node, v)
+	}
+}
+
+// close stops collection. Answers that were sent but not yet counted are
+// recorded where their node is still Pending (they arrived before the
+// decision); the others — nodes already counted as timed out — are returned
+// as late.
+func (s *state[T]) close(t *Tally[T]) (late []answer[T]) {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	for {
+		select {
+		case a := <-s.answers:
+			if t.Votes[a.node].Outcome == Pending {
+				t.Votes[a.node] = a.vote
+			} else {
+				late = append(late, a)
+			}
+		default:
+			return late
+		}
+	}
+}
