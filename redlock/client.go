@@ -1,0 +1,185 @@
+package redlock
+
+import (
+	"context"
+	"net"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/quorum"
+)
+
+// A Client acquires locks on a fixed set of independent Redis masters. A
+// lock is held when a majority of them (N/2+1) granted it.
+//
+// A Client is safe for concurrent use and must not be copied. It never closes
+// the redis clients it was given.
+type Client struct {
+	nodes []node
+	cfg   config
+
+	mu     sync.Mutex
+	closed bool
+	locks  map[*Lock]struct{} // held locks, ended by Close
+	wg     sync.WaitGroup     // calls and background work in flight
+}
+
+type node struct {
+	rdb  redis.UniversalClient
+	addr string // "" when the client type exposes none
+}
+
+// New returns a Client over nodes, which must be independent masters: not
+// replicas of one another, not the same server twice. opts set the defaults
+// of every lock.
+//
+// New refuses, with an error matching ErrInvalid: no nodes, a nil node, the
+// same client or the same address twice, and invalid options. It sends
+// nothing to the nodes.
+func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
+	if len(nodes) == 0 {
+		return nil, invalid("no nodes")
+	}
+	cfg, err := defaults().with(opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, nodes: make([]node, len(nodes)), locks: map[*Lock]struct{}{}}
+	for i, rdb := range nodes {
+		if isNil(rdb) {
+			return nil, invalid("node %d is nil", i)
+		}
+		c.nodes[i] = node{rdb: rdb, addr: addrOf(rdb)}
+		for j := range i {
+			if nodes[j] == rdb || (c.nodes[i].addr != "" && c.nodes[j].addr == c.nodes[i].addr) {
+				return nil, invalid("nodes %d and %d are the same master (%s): the quorum needs independent masters", j, i, c.nodes[i].addr)
+			}
+		}
+	}
+	return c, nil
+}
+
+// Close ends every lock still held — their Done() closes and Err() becomes
+// ErrClosed — stops their renewals, and waits for the calls the Client still
+// has in flight (each bounded by its redis client's own timeouts). It does not
+// release the locks: they expire with their TTL. Unlock them before Close.
+// Close does not close the redis clients. Later calls return ErrClosed.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	held := make([]*Lock, 0, len(c.locks))
+	for l := range c.locks {
+		held = append(held, l)
+	}
+	c.mu.Unlock()
+	for _, l := range held {
+		l.finish(ErrClosed, false)
+	}
+	c.wg.Wait()
+	return nil
+}
+
+// begin counts an operation in flight, or reports false if the Client is
+// closed. Every begin that returns true is paired with end.
+func (c *Client) begin() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Add(1)
+	return true
+}
+
+func (c *Client) end() { c.wg.Done() }
+
+// spawn runs f on a goroutine that Close waits for. It is called only inside
+// a begin/end pair, so that the count is never zero when it grows.
+func (c *Client) spawn(f func()) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f()
+	}()
+}
+
+// track records a held lock for Close, or reports false if c is closed.
+func (c *Client) track(l *Lock) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.locks[l] = struct{}{}
+	return true
+}
+
+func (c *Client) forget(l *Lock) {
+	c.mu.Lock()
+	delete(c.locks, l)
+	c.mu.Unlock()
+}
+
+// round returns the fan-out of one operation over c's nodes under cfg.
+func round[T any](c *Client, cfg *config) *quorum.Round[T] {
+	return &quorum.Round[T]{Nodes: len(c.nodes), Timeout: cfg.nodeTimeout, Clock: cfg.clock, Go: c.spawn}
+}
+
+// run sends script to one node and returns its reply. ctx carries the
+// per-node timeout.
+func (c *Client) run(ctx context.Context, n int, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return s.Run(ctx, c.nodes[n].rdb, keys, args...)
+}
+
+func isNil(rdb redis.UniversalClient) bool {
+	if rdb == nil {
+		return true
+	}
+	v := reflect.ValueOf(rdb)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// addrOf names the server(s) rdb talks to, so that New can refuse the same
+// master twice. Aliases it cannot see through (DNS names, NAT) are not caught.
+func addrOf(rdb redis.UniversalClient) string {
+	switch r := rdb.(type) {
+	case *redis.Client:
+		return normalAddr(r.Options().Addr)
+	case *redis.ClusterClient:
+		return joinAddrs(r.Options().Addrs)
+	case *redis.Ring:
+		var addrs []string
+		for _, a := range r.Options().Addrs {
+			addrs = append(addrs, a)
+		}
+		return joinAddrs(addrs)
+	}
+	return ""
+}
+
+func joinAddrs(addrs []string) string {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = normalAddr(a)
+	}
+	slices.Sort(out)
+	return strings.Join(out, ",")
+}
+
+func normalAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if host == "" || strings.EqualFold(host, "localhost") {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(strings.ToLower(host), port)
+}

@@ -1,0 +1,31 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+)
+
+// Do acquires key as Lock does, runs fn while the lock is held, and releases
+// it. The ctx given to fn is cancelled as soon as the lock is lost (or the
+// Client closes), with the reason as its cause; fn should stop its work then.
+//
+// Do returns Lock's error if the lock was not obtained, fn's error otherwise,
+// joined with ErrLockLost if the lock was lost before fn returned or Unlock
+// found it gone. If fn panics, the lock is released and the panic goes on.
+func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) (err error) {
+	if fn == nil {
+		return invalid("nil function")
+	}
+	l, err := c.Lock(ctx, key, opts...)
+	if err != nil {
+		return err
+	}
+	fctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(l.life, func() { cancel(l.Err()) })
+	defer func() {
+		stop()
+		cancel(nil)
+		err = errors.Join(err, l.Unlock(context.WithoutCancel(ctx)))
+	}()
+	return fn(fctx)
+}

@@ -1,0 +1,83 @@
+// Package redlock implements the Redlock algorithm: a lock held by a
+// majority of N independent Redis masters, so that it survives the loss of
+// any minority of them — a failover that loses a key on one master no longer
+// hands the lock to a second holder.
+//
+// # Using it
+//
+// A Client is made once over the masters' clients; Lock waits for a key,
+// TryLock makes one attempt, Do runs a function under the lock:
+//
+//	c, err := redlock.New([]redis.UniversalClient{n1, n2, n3, n4, n5})
+//	...
+//	err = c.Do(ctx, "payout:42", func(ctx context.Context) error {
+//		return pay(ctx) // ctx is cancelled if the lock is lost
+//	})
+//
+// By default a held lock is renewed by a watchdog (WithAutoRenew), so work may
+// run longer than the TTL; the TTL then only bounds how long a crashed holder
+// blocks the others.
+//
+// # How a lock is acquired
+//
+// An attempt reads the monotonic clock, then sends one script to every node
+// in parallel, each call under its own timeout (WithNodeTimeout) — enforced by
+// the library whatever the redis client's settings, so a dead node costs at
+// most one node timeout and a slow minority costs nothing once a majority
+// answered. The script sets the key only if it is free or already ours, so a
+// re-sent attempt succeeds instead of blocking itself. The lock is held if a
+// majority granted it and the validity has not run out when they are
+// counted:
+//
+//	validity = ttl − elapsed − (ttl·driftFactor + 2ms)
+//
+// A failed attempt is undone on every node that did not refuse it — the ones
+// that timed out included, since a lost reply does not mean a lost write —
+// and again on any node whose answer arrives late. Release and extension are
+// compare-by-value scripts: nothing ever deletes or extends another owner's
+// lock.
+//
+// # What is promised, and under which assumptions
+//
+// While Err() is nil and the local clock is before Until(), no other Client
+// holds the same key. This rests on the assumptions of Redlock itself:
+//
+//   - The masters are independent: no replication between them (a replica
+//     promoted after a failover may lack the key), and not the same server
+//     twice (New refuses the same address twice, but cannot see through DNS
+//     aliases or NAT).
+//   - Clocks advance at about the same rate: the drift between the client's
+//     clock and any node's over one TTL stays within ttl·driftFactor + 2ms.
+//     Wall-clock jumps on the client do not matter (validity uses Go's
+//     monotonic readings); a node whose clock jumps forward expires keys
+//     early, which the drift allowance does not cover.
+//   - A master that crashes either keeps its keys (appendonly with
+//     appendfsync always, as the lab's redis.conf sets) or stays down for at
+//     least one TTL before it comes back empty. A master that restarts empty
+//     at once can grant a key that a majority still held elsewhere.
+//   - No key is evicted: masters run with maxmemory-policy noeviction.
+//
+// The holder is told before its validity ends: Done() closes and Err()
+// returns ErrLockLost at least one node timeout before Until(), and Do
+// cancels the ctx it handed to the function. What the library cannot do is
+// stop a holder that ignores this — or one paused (GC, swap, SIGSTOP) past
+// its validity — from writing afterwards. Fencing tokens close that gap:
+// Token() grows with each holding of a key, and a store that rejects writes
+// carrying a token smaller than the largest it has seen rejects the late
+// writer.
+//
+// # Fencing tokens
+//
+// Each grant increments a per-key counter on the granting node; Token() is
+// the largest counter among the granting majority. Two majorities of the
+// same nodes intersect, so the node in both saw the earlier grant's
+// increment and returns a larger value for the later one — provided that
+// node kept its counter, which the persistence assumption above ensures.
+//
+// # Errors
+//
+// Every error the package returns starts with "redlock:" and works with
+// errors.Is and errors.As: ErrNotObtained (with a *QuorumError listing each
+// node's vote), ErrLockLost, ErrNotHeld, ErrClosed, and ErrInvalid for input
+// refused before anything is sent.
+package redlock

@@ -1,0 +1,118 @@
+package redlock
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/seed818c56a1/quorumlock/quorum"
+)
+
+var (
+	// ErrNotObtained is returned by Lock, TryLock and Do when no majority of
+	// nodes granted the lock within its validity. errors.As gives the
+	// *QuorumError with each node's vote; when Lock gave up because its
+	// context ended, the error also matches ctx.Err().
+	ErrNotObtained = errors.New("redlock: lock not obtained")
+
+	// ErrLockLost is returned by Extend and Unlock, and set as Err() and
+	// Do's result, when the quorum no longer holds the lock: renewal could
+	// not reach a majority before the validity ran out, or a majority of
+	// nodes confirmed that the lock's value was gone. Work done under the
+	// lock may have overlapped with another holder's.
+	ErrLockLost = errors.New("redlock: lock lost")
+
+	// ErrNotHeld is returned by Unlock and Extend on a lock that was already
+	// released, and is Err() of a released lock.
+	ErrNotHeld = errors.New("redlock: lock not held")
+
+	// ErrClosed is returned by every call on a closed Client, and is Err() of
+	// the locks that were still held when it closed.
+	ErrClosed = errors.New("redlock: client closed")
+
+	// ErrInvalid is matched by every error that refuses bad input to New,
+	// Lock, TryLock or Do; nothing is changed and nothing is sent.
+	ErrInvalid = errors.New("redlock: invalid argument")
+)
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// A NodeVote is one node's answer in a quorum round.
+type NodeVote struct {
+	Node    int    // index in the slice given to New
+	Addr    string // the node's address, when the client exposes one
+	Outcome quorum.Outcome
+	Err     error // why the call failed; nil for grants and refusals
+}
+
+// A QuorumError reports a round that did not reach the outcome its
+// operation needed: an acquisition without a majority (it matches
+// ErrNotObtained), an extension or unlock that found the lock gone (it matches
+// ErrLockLost), or a round whose outcome no majority confirmed either way
+// (it matches neither: some nodes did not answer in time).
+type QuorumError struct {
+	Op      string // "lock", "extend" or "unlock"
+	Key     string
+	Err     error // ErrNotObtained, ErrLockLost, or nil when the outcome is unknown
+	Granted int
+	Need    int
+	Votes   []NodeVote
+}
+
+func (e *QuorumError) Error() string {
+	var b strings.Builder
+	b.WriteString("redlock: ")
+	b.WriteString(e.Op)
+	fmt.Fprintf(&b, " %q ", e.Key)
+	switch {
+	case errors.Is(e.Err, ErrNotObtained):
+		b.WriteString("not obtained")
+	case errors.Is(e.Err, ErrLockLost):
+		b.WriteString("found the lock lost")
+	default:
+		b.WriteString("not confirmed by a majority")
+	}
+	counts := map[quorum.Outcome]int{}
+	for _, v := range e.Votes {
+		counts[v.Outcome]++
+	}
+	fmt.Fprintf(&b, ": %d of %d granted", counts[quorum.Granted], len(e.Votes))
+	for _, o := range []quorum.Outcome{quorum.Refused, quorum.Failed, quorum.Pending} {
+		if counts[o] > 0 {
+			fmt.Fprintf(&b, ", %d %s", counts[o], o)
+		}
+	}
+	fmt.Fprintf(&b, ", need %d", e.Need)
+	for _, v := range e.Votes {
+		if v.Err != nil {
+			fmt.Fprintf(&b, "; node %d (%s): %v", v.Node, v.Addr, v.Err)
+		}
+	}
+	return b.String()
+}
+
+// Unwrap returns the sentinel error, if any, followed by every node's error.
+func (e *QuorumError) Unwrap() []error {
+	errs := make([]error, 0, len(e.Votes)+1)
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	for _, v := range e.Votes {
+		if v.Err != nil {
+			errs = append(errs, v.Err)
+		}
+	}
+	return errs
+}
+
+// quorumError records tally t of an op on key as a *QuorumError.
+func quorumError[T any](c *Client, op, key string, sentinel error, t *quorum.Tally[T]) *QuorumError {
+	e := &QuorumError{Op: op, Key: key, Err: sentinel, Granted: t.Count(quorum.Granted), Need: t.Need,
+		Votes: make([]NodeVote, len(t.Votes))}
+	for i, v := range t.Votes {
+		e.Votes[i] = NodeVote{Node: i, Addr: c.nodes[i].addr, Outcome: v.Outcome, Err: v.Err}
+	}
+	return e
+}

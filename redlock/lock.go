@@ -1,0 +1,228 @@
+package redlock
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/seed818c56a1/quorumlock/clock"
+	"github.com/seed818c56a1/quorumlock/quorum"
+)
+
+// A Lock is one holding of a key, granted by a majority of the Client's
+// nodes. It is held until Unlock, until it is lost (Done closes and Err
+// returns ErrLockLost), or until its Client closes.
+//
+// A Lock is safe for concurrent use by several goroutines and must not be
+// copied.
+type Lock struct {
+	c     *Client
+	cfg   config
+	key   string
+	keys  []string // lock key, fencing counter key
+	id    identity
+	token int64
+
+	life context.Context // ends when the lock does; its cause is Err()
+	end  context.CancelCauseFunc
+
+	op sync.Mutex // serializes the network operations: Extend, renewal, Unlock
+
+	mu       sync.Mutex // guards the fields below
+	until    time.Time
+	ended    bool        // Done is closed
+	released bool        // Unlock has been called
+	expiry   clock.Timer // declares the loss at until − guard
+	renewal  clock.Timer // the watchdog's next extension; nil without auto-renew
+}
+
+// identity is what a lock's value on the nodes is made of: the owner, shared
+// by every attempt of one acquisition, and the hold of one attempt.
+type identity struct{ owner, hold string }
+
+// newLock returns the held lock, with its timers armed, or nil if c closed
+// meanwhile.
+func (c *Client) newLock(key string, keys []string, cfg *config, id identity, token int64, until time.Time) *Lock {
+	l := &Lock{c: c, cfg: *cfg, key: key, keys: keys, id: id, token: token, until: until}
+	l.life, l.end = context.WithCancelCause(context.Background())
+	l.mu.Lock() // before track: Close may finish l as soon as it is tracked
+	defer l.mu.Unlock()
+	if !c.track(l) {
+		return nil
+	}
+	l.expiry = cfg.clock.AfterFunc(l.untilLoss(), l.expire)
+	if cfg.autoRenew {
+		l.renewal = cfg.clock.AfterFunc(cfg.renewEvery(), l.renew)
+	}
+	return l
+}
+
+// Key returns the key the lock was acquired for, as given to Lock.
+func (l *Lock) Key() string { return l.key }
+
+// Token returns the fencing token of this holding: the largest value of the
+// key's fencing counter among the nodes that granted it. A store that
+// accepts a write only with a token at least as large as every token it has
+// seen rejects the writes of a holder whose lock has since passed to another.
+func (l *Lock) Token() int64 { return l.token }
+
+// Until returns the end of the lock's validity, on the local monotonic clock.
+// Renewals move it forward. It is only meaningful while Err() is nil.
+func (l *Lock) Until() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.until
+}
+
+// Done returns a channel that is closed when the lock ends: released, lost,
+// or its Client closed. A lost lock's channel closes before Until(), with at
+// least one node timeout to spare.
+func (l *Lock) Done() <-chan struct{} { return l.life.Done() }
+
+// Err returns nil while the lock is held; then why it ended: ErrNotHeld after
+// Unlock, ErrLockLost if it was lost, ErrClosed if its Client closed.
+func (l *Lock) Err() error {
+	if l.life.Err() == nil {
+		return nil
+	}
+	return context.Cause(l.life)
+}
+
+// Extend resets the lease on every node to the full TTL, and moves Until
+// accordingly. It succeeds only while the lock is valid and only if a majority
+// of nodes extended it within the new validity. It never recreates a key that
+// vanished.
+//
+// Extend returns ErrNotHeld after Unlock, an error matching ErrLockLost once
+// the lock is lost (Done is then closed), and a *QuorumError matching neither
+// when too few nodes answered: the lock then stays valid until Until, and
+// Extend may be tried again.
+func (l *Lock) Extend(ctx context.Context) error {
+	if !l.c.begin() {
+		return ErrClosed
+	}
+	defer l.c.end()
+	l.op.Lock()
+	defer l.op.Unlock()
+	return l.extend(ctx)
+}
+
+// extend runs one extension round. l.op must be held.
+func (l *Lock) extend(ctx context.Context) error {
+	if err := l.Err(); err != nil {
+		return err
+	}
+	clk := l.cfg.clock
+	start := clk.Now()
+	if !start.Before(l.Until()) {
+		l.finish(ErrLockLost, false)
+		return ErrLockLost
+	}
+	r := round[bool](l.c, &l.cfg)
+	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[bool] {
+		ok, err := l.c.run(ctx, n, extendScript, l.keys[:1], l.id.owner, l.cfg.ttl.Milliseconds()).Bool()
+		return boolVote(ok, err)
+	})
+	until := clock.Validity(start, l.cfg.ttl, l.cfg.driftFactor)
+	switch {
+	case t.Won() && clk.Now().Before(until):
+		l.setUntil(until)
+		return nil
+	case t.Count(quorum.Refused) >= t.Need:
+		l.finish(ErrLockLost, false)
+		return quorumError(l.c, "extend", l.key, ErrLockLost, &t)
+	}
+	return quorumError(l.c, "extend", l.key, nil, &t)
+}
+
+func boolVote(ok bool, err error) quorum.Vote[bool] {
+	switch {
+	case err != nil:
+		return quorum.Vote[bool]{Outcome: quorum.Failed, Err: err}
+	case ok:
+		return quorum.Vote[bool]{Outcome: quorum.Granted, Value: true}
+	}
+	return quorum.Vote[bool]{Outcome: quorum.Refused}
+}
+
+// Unlock releases the lock on every node, in parallel, each call under the
+// node timeout and detached from ctx's cancellation, so that a deferred
+// Unlock still runs after ctx ended. Renewal has stopped when it returns.
+//
+// Unlock returns nil when a majority confirmed the release; an error matching
+// ErrLockLost when the lock had been lost, or a majority no longer held it
+// (the work done under it may have overlapped another holder's); ErrNotHeld
+// when called again; and a *QuorumError matching neither when too few nodes
+// answered to tell — the lock then expires with its TTL where the release did
+// not land. It never deletes another owner's lock.
+func (l *Lock) Unlock(ctx context.Context) error {
+	if !l.c.begin() {
+		return ErrClosed
+	}
+	defer l.c.end()
+	l.op.Lock() // waits for a renewal in flight: none can outlive Unlock
+	defer l.op.Unlock()
+	prior := l.Err()
+	if !l.finish(ErrNotHeld, true) {
+		return ErrNotHeld
+	}
+	t := l.c.release(context.WithoutCancel(ctx), &l.cfg, l.keys, l.id, true)
+	switch {
+	case prior != nil:
+		return prior // already reported as lost; the release above only cleans up
+	case t.Count(quorum.Refused) >= t.Need:
+		return quorumError(l.c, "unlock", l.key, ErrLockLost, &t)
+	case t.Won():
+		return nil
+	}
+	return quorumError(l.c, "unlock", l.key, nil, &t)
+}
+
+// finish ends the lock with cause, once: Done closes, timers stop. With
+// release, it also marks the lock released; it reports false if it already
+// was (or, without release, if the lock had already ended).
+func (l *Lock) finish(cause error, release bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released || (!release && l.ended) {
+		return false
+	}
+	l.released = l.released || release
+	if !l.ended {
+		l.ended = true
+		l.expiry.Stop()
+		if l.renewal != nil {
+			l.renewal.Stop()
+		}
+		l.end(cause)
+		l.c.forget(l)
+	}
+	return true
+}
+
+func (l *Lock) setUntil(until time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended || !until.After(l.until) {
+		return
+	}
+	l.until = until
+	l.expiry.Reset(l.untilLoss())
+}
+
+// untilLoss is the time left before the lock must be declared lost. l.mu held.
+func (l *Lock) untilLoss() time.Duration {
+	return l.until.Add(-l.cfg.guard()).Sub(l.cfg.clock.Now())
+}
+
+// expire runs when the lock's validity is about to end without a renewal.
+func (l *Lock) expire() {
+	l.mu.Lock()
+	if left := l.untilLoss(); left > 0 && !l.ended { // moved forward meanwhile
+		l.expiry.Reset(left)
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	l.finish(ErrLockLost, false)
+}

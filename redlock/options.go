@@ -1,0 +1,135 @@
+package redlock
+
+import (
+	"math"
+	"time"
+
+	"github.com/seed818c56a1/quorumlock/clock"
+)
+
+// Defaults, used where no Option says otherwise.
+const (
+	// DefaultTTL is the lease each node grants. With auto-renew on it only
+	// bounds how long a crashed holder blocks others.
+	DefaultTTL = 10 * time.Second
+	// DefaultNodeTimeout bounds every call to one node: an order of magnitude
+	// above a LAN round trip, far below the TTL, so that a dead node costs
+	// little and a slow one cannot eat the validity.
+	DefaultNodeTimeout = 25 * time.Millisecond
+	// DefaultDriftFactor is the share of the TTL allowed for clock drift
+	// between the client and the nodes (plus clock.MinDrift).
+	DefaultDriftFactor = 0.01
+	// DefaultMaxWait bounds Lock and Do when their context has no deadline.
+	DefaultMaxWait = 30 * time.Second
+	// DefaultRetryMin and DefaultRetryMax bound the randomized exponential
+	// backoff between acquisition attempts.
+	DefaultRetryMin = 5 * time.Millisecond
+	DefaultRetryMax = 200 * time.Millisecond
+	// DefaultPrefix starts every key the library writes.
+	DefaultPrefix = "quorumlock:"
+)
+
+// An Option configures a Client (as a default for all its locks, when given
+// to New) or one acquisition (when given to Lock, TryLock or Do). Options are
+// checked when used: a bad value makes that call fail with ErrInvalid.
+type Option func(*config)
+
+// WithTTL sets the lease each node grants. It must exceed the drift allowance
+// plus the node timeout. Default DefaultTTL.
+func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
+
+// WithNodeTimeout sets the timeout of every call to one node — acquire,
+// extend and unlock alike — whatever the redis client's own settings.
+// Default DefaultNodeTimeout.
+func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
+
+// WithDriftFactor sets the clock drift allowance as a share of the TTL, in
+// [0, 1): drift = ttl·f + 2ms. Default DefaultDriftFactor.
+func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor = f } }
+
+// WithAutoRenew turns the watchdog on or off. On (the default), a held lock
+// is extended through the quorum every TTL/3 until Unlock or Close; if
+// renewal cannot reach a majority before the validity runs out, the lock is
+// lost and Done() closes first. Off, the lock simply ends with its validity.
+func WithAutoRenew(on bool) Option { return func(c *config) { c.autoRenew = on } }
+
+// WithMaxWait bounds how long Lock and Do wait when their context has no
+// deadline. Default DefaultMaxWait.
+func WithMaxWait(d time.Duration) Option { return func(c *config) { c.maxWait = d } }
+
+// WithRetryDelay sets the bounds of the randomized exponential backoff
+// between acquisition attempts in Lock and Do. Default DefaultRetryMin and
+// DefaultRetryMax.
+func WithRetryDelay(min, max time.Duration) Option {
+	return func(c *config) { c.retryMin, c.retryMax = min, max }
+}
+
+// WithPrefix sets the prefix of the keys the library writes: the lock is
+// <prefix>{<key>} and its fencing counter <prefix>{<key>}:fence, one hash
+// tag, so a node may be a Redis Cluster. Default DefaultPrefix.
+func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
+
+// WithClock sets the clock used for validity and timers; tests pass a
+// *clock.Fake. Default clock.Real().
+func WithClock(k clock.Clock) Option { return func(c *config) { c.clock = k } }
+
+type config struct {
+	ttl, nodeTimeout, maxWait time.Duration
+	retryMin, retryMax        time.Duration
+	driftFactor               float64
+	autoRenew                 bool
+	prefix                    string
+	clock                     clock.Clock
+}
+
+func defaults() config {
+	return config{
+		ttl: DefaultTTL, nodeTimeout: DefaultNodeTimeout, maxWait: DefaultMaxWait,
+		retryMin: DefaultRetryMin, retryMax: DefaultRetryMax,
+		driftFactor: DefaultDriftFactor, autoRenew: true,
+		prefix: DefaultPrefix, clock: clock.Real(),
+	}
+}
+
+// with returns a copy of c with opts applied, or an error if the result is
+// not a usable configuration.
+func (c config) with(opts []Option) (config, error) {
+	for _, o := range opts {
+		if o == nil {
+			return c, invalid("nil Option")
+		}
+		o(&c)
+	}
+	return c, c.validate()
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.ttl <= 0:
+		return invalid("TTL %v must be positive", c.ttl)
+	case c.nodeTimeout <= 0:
+		return invalid("node timeout %v must be positive", c.nodeTimeout)
+	case math.IsNaN(c.driftFactor) || c.driftFactor < 0 || c.driftFactor >= 1:
+		return invalid("drift factor %v must be in [0, 1)", c.driftFactor)
+	case c.ttl <= c.drift()+c.nodeTimeout:
+		return invalid("TTL %v must exceed drift %v plus node timeout %v", c.ttl, c.drift(), c.nodeTimeout)
+	case c.maxWait <= 0:
+		return invalid("max wait %v must be positive", c.maxWait)
+	case c.retryMin <= 0 || c.retryMax < c.retryMin:
+		return invalid("retry delay [%v, %v] must satisfy 0 < min ≤ max", c.retryMin, c.retryMax)
+	case c.clock == nil:
+		return invalid("nil clock")
+	}
+	return nil
+}
+
+func (c *config) drift() time.Duration { return clock.Drift(c.ttl, c.driftFactor) }
+
+// guard is how long before the end of validity a lock that was not renewed
+// is declared lost, so that Done() closes strictly before Until() with time
+// to stop the work: one node timeout, the time one more renewal would take.
+func (c *config) guard() time.Duration { return c.nodeTimeout }
+
+// renewEvery is the watchdog's period; renewRetry its pace after a failure.
+func (c *config) renewEvery() time.Duration { return c.ttl / 3 }
+func (c *config) renewRetry() time.Duration { return max(c.ttl/10, c.nodeTimeout) }

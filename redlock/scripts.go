@@ -1,0 +1,27 @@
+package redlock
+
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed acquire.lua
+	acquireSrc string
+	//go:embed extend.lua
+	extendSrc string
+	//go:embed release.lua
+	releaseSrc string
+
+	acquireScript = redis.NewScript(acquireSrc)
+	extendScript  = redis.NewScript(extendSrc)
+	releaseScript = redis.NewScript(releaseSrc)
+)
+
+// Replies of release.lua.
+const (
+	releaseNotOurs = 0
+	releaseFreed   = 1
+	releaseKept    = 2
+)
