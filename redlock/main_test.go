@@ -1,0 +1,83 @@
+package redlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/redlock"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"))
+}
+
+// lab starts n masters and returns a Client over them (closed in Cleanup,
+// before the redis clients), plus the redis clients for direct inspection.
+func lab(t *testing.T, n int, opts ...redlock.Option) (*redlock.Client, []redis.UniversalClient, *redislab.Lab) {
+	t.Helper()
+	l := redislab.Start(t, n)
+	nodes := l.Clients(t)
+	return newClient(t, nodes, opts...), nodes, l
+}
+
+func newClient(t *testing.T, nodes []redis.UniversalClient, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
+	c, err := redlock.New(nodes, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return c
+}
+
+// holders returns, per node, the owner stored in key's lock ("" if none).
+func holders(t *testing.T, nodes []redis.UniversalClient, key string) []string {
+	t.Helper()
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		v, err := n.HGet(context.Background(), redlock.DefaultPrefix+"{"+key+"}", "owner").Result()
+		if err != nil && err != redis.Nil {
+			t.Fatalf("node %d: HGET: %v", i, err)
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// countHeld returns how many nodes hold key's lock for anyone.
+func countHeld(t *testing.T, nodes []redis.UniversalClient, key string) int {
+	t.Helper()
+	n := 0
+	for _, h := range holders(t, nodes, key) {
+		if h != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// eventually waits until cond holds, failing the test after d.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for: %s", d, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
