@@ -111,7 +111,9 @@ func (c *Client) attempt(ctx context.Context, key string, cfg *config, id identi
 	until := clock.Validity(start, cfg.ttl, cfg.driftFactor)
 	var l *Lock
 	if t.Won() && cfg.clock.Now().Before(until) {
-		l = c.newLock(key, keys, cfg, id, maxGranted(&t), until)
+		if token, ok := c.fence(ctx, cfg, keys, &t); ok && cfg.clock.Now().Before(until) {
+			l = c.newLock(key, keys, cfg, id, token, until)
+		}
 	}
 	failed = l == nil
 	close(decided)
@@ -137,17 +139,6 @@ func acquireVote(reply []int64, err error) quorum.Vote[int64] {
 		return quorum.Vote[int64]{Outcome: quorum.Granted, Value: reply[1]}
 	}
 	return quorum.Vote[int64]{Outcome: quorum.Refused, Value: reply[1]}
-}
-
-// maxGranted is the fencing token: the largest counter among the grants.
-func maxGranted(t *quorum.Tally[int64]) int64 {
-	var m int64
-	for _, v := range t.Votes {
-		if v.Outcome == quorum.Granted {
-			m = max(m, v.Value)
-		}
-	}
-	return m
 }
 
 // retryHint is the shortest remaining lease among the refusals.

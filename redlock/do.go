@@ -9,6 +9,9 @@ import (
 // it. The ctx given to fn is cancelled as soon as the lock is lost (or the
 // Client closes), with the reason as its cause; fn should stop its work then.
 //
+// fn's ctx carries the Lock: FromContext(ctx) returns it, for its fencing
+// token or its Until.
+//
 // Do returns Lock's error if the lock was not obtained, fn's error otherwise,
 // joined with ErrLockLost if the lock was lost before fn returned or Unlock
 // found it gone. If fn panics, the lock is released and the panic goes on.
@@ -20,7 +23,7 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 	if err != nil {
 		return err
 	}
-	fctx, cancel := context.WithCancelCause(ctx)
+	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, lockKey{}, l))
 	stop := context.AfterFunc(l.life, func() { cancel(l.Err()) })
 	defer func() {
 		stop()
@@ -28,4 +31,13 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 		err = errors.Join(err, l.Unlock(context.WithoutCancel(ctx)))
 	}()
 	return fn(fctx)
+}
+
+type lockKey struct{}
+
+// FromContext returns the Lock that Do holds while it runs the function it
+// was given ctx for.
+func FromContext(ctx context.Context) (*Lock, bool) {
+	l, ok := ctx.Value(lockKey{}).(*Lock)
+	return l, ok
 }

@@ -13,10 +13,13 @@ var (
 	extendSrc string
 	//go:embed release.lua
 	releaseSrc string
+	//go:embed fence.lua
+	fenceSrc string
 
 	acquireScript = redis.NewScript(acquireSrc)
 	extendScript  = redis.NewScript(extendSrc)
 	releaseScript = redis.NewScript(releaseSrc)
+	fenceScript   = redis.NewScript(fenceSrc)
 )
 
 // Replies of release.lua.

@@ -1,0 +1,53 @@
+package redlock
+
+import (
+	"context"
+
+	"github.com/seed818c56a1/quorumlock/quorum"
+)
+
+// fence returns the fencing token of a won round: the largest counter among
+// the grants. Where granting nodes are behind it, it first writes the token
+// back to them, so that a majority holds a counter at least as large — the
+// next majority intersects it, and its token is larger. It reports false if
+// fewer than a majority could be brought up to the token: the acquisition
+// must then fail, or the next holder's token might not be larger.
+func (c *Client) fence(ctx context.Context, cfg *config, keys []string, won *quorum.Tally[int64]) (int64, bool) {
+	token := maxGranted(won)
+	behind := 0
+	for _, v := range won.Votes {
+		if v.Outcome == quorum.Granted && v.Value < token {
+			behind++
+		}
+	}
+	if behind == 0 {
+		return token, true
+	}
+	r := round[int64](c, cfg)
+	r.Decided = func(t *quorum.Tally[int64]) bool { return t.Won() }
+	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[int64] {
+		switch v := won.Votes[n]; {
+		case v.Outcome != quorum.Granted:
+			return quorum.Vote[int64]{Outcome: quorum.Refused}
+		case v.Value >= token:
+			return v
+		}
+		have, err := c.run(ctx, n, fenceScript, keys[1:], token).Int64()
+		if err != nil {
+			return quorum.Vote[int64]{Outcome: quorum.Failed, Err: err}
+		}
+		return quorum.Vote[int64]{Outcome: quorum.Granted, Value: have}
+	})
+	return token, t.Won()
+}
+
+// maxGranted is the largest counter among the grants.
+func maxGranted(t *quorum.Tally[int64]) int64 {
+	var m int64
+	for _, v := range t.Votes {
+		if v.Outcome == quorum.Granted {
+			m = max(m, v.Value)
+		}
+	}
+	return m
+}
