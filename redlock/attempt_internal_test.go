@@ -1,0 +1,62 @@
+package redlock
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/quorum"
+)
+
+// A re-sent attempt — same owner, same hold, as when the first reply was
+// lost — is granted again rather than blocked by itself, returns the same
+// token, and adds no second hold.
+func TestResentAttemptIsIdempotent(t *testing.T) {
+	lab := redislab.Start(t, 3)
+	nodes := lab.Clients(t)
+	c, err := New(nodes, WithAutoRenew(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg := c.cfg
+	keys := c.keys(&cfg, "k")
+	id := identity{owner: "owner-1", hold: "hold-1"}
+	r := round[int64](c, &cfg)
+	r.Decided = func(*quorum.Tally[int64]) bool { return false } // hear every node
+	send := func() []int64 {
+		t.Helper()
+		tally := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[int64] {
+			return acquireVote(c.run(ctx, n, acquireScript, keys, id.owner, id.hold, cfg.ttl.Milliseconds()).Int64Slice())
+		})
+		if !tally.Won() || tally.Count(quorum.Granted) != 3 {
+			t.Fatalf("attempt: %v, want granted by all 3", tally.String())
+		}
+		tokens := make([]int64, 3)
+		for i, v := range tally.Votes {
+			tokens[i] = v.Value
+		}
+		return tokens
+	}
+	first, again := send(), send()
+	for i := range first {
+		if first[i] != again[i] {
+			t.Errorf("node %d: token of the re-sent attempt = %d, want %d (no new grant)", i, again[i], first[i])
+		}
+		fields, err := nodes[i].HLen(ctx, keys[0]).Result()
+		if err != nil || fields != 2 {
+			t.Errorf("node %d: lock hash has %d fields (err %v), want owner + one hold", i, fields, err)
+		}
+	}
+	// A different owner is refused while it is held.
+	other := identity{owner: "owner-2", hold: "hold-2"}
+	for i := range nodes {
+		v := acquireVote(c.run(ctx, i, acquireScript, keys, other.owner, other.hold, cfg.ttl.Milliseconds()).Int64Slice())
+		if v.Outcome != quorum.Refused || v.Value <= 0 {
+			t.Errorf("node %d: another owner's attempt = %v (pttl %d), want refused with the remaining TTL", i, v.Outcome, v.Value)
+		}
+	}
+}
