@@ -1,0 +1,115 @@
+package chaos_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/chaos"
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/redlock"
+)
+
+// Settings shared by the scenarios: leases short enough that a scenario
+// lasts a few seconds, a node timeout with room for the race detector.
+const (
+	ttl         = 500 * time.Millisecond
+	nodeTimeout = 50 * time.Millisecond
+	poll        = 2 * time.Millisecond // pace of every wait for a condition
+)
+
+// startLab starts n masters that the test controls (Kill, Restart, Pause).
+// They run under the "env" wrapper: the lab then always starts local
+// processes, never containers or REDLOCK_ADDRS servers, which cannot be
+// killed. Extra options (faketime) replace that wrapper.
+func startLab(t *testing.T, n int, opts ...redislab.Option) *redislab.Lab {
+	t.Helper()
+	opts = append([]redislab.Option{redislab.WithWrapper("env")}, opts...)
+	lab := redislab.Start(t, n, opts...)
+	lab.RequireControl(t)
+	return lab
+}
+
+// newClient returns a redlock Client over nodes, closed in Cleanup (before
+// the redis clients, which were registered earlier).
+func newClient(t *testing.T, nodes []redis.UniversalClient, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
+	opts = append([]redlock.Option{redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout)}, opts...)
+	c, err := redlock.New(nodes, opts...)
+	if err != nil {
+		t.Fatalf("redlock.New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return c
+}
+
+// waitFor polls cond until it holds, failing t after d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for: %s", d, what)
+		}
+		time.Sleep(poll)
+	}
+}
+
+// testCtx returns a context cancelled after d or at the end of the test.
+func testCtx(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// kill SIGKILLs the given nodes of lab.
+func kill(t *testing.T, lab *redislab.Lab, nodes ...int) {
+	t.Helper()
+	for _, i := range nodes {
+		if err := lab.Nodes[i].Kill(); err != nil {
+			t.Fatalf("kill node %d: %v", i, err)
+		}
+	}
+}
+
+// restart restarts the given nodes of lab, empty or from their AOF.
+func restart(t *testing.T, lab *redislab.Lab, empty bool, nodes ...int) {
+	t.Helper()
+	for _, i := range nodes {
+		if err := lab.Nodes[i].Restart(empty); err != nil {
+			t.Fatalf("restart node %d (empty=%v): %v", i, empty, err)
+		}
+	}
+}
+
+// rivalTry makes one TryLock by a rival client. An unexpected success is
+// recorded as a hold, so that the checker counts the overlap, and reported.
+func rivalTry(t *testing.T, ctx context.Context, rec *chaos.Recorder, rival *redlock.Client, key string) {
+	t.Helper()
+	l, err := rival.TryLock(ctx, key, redlock.WithAutoRenew(false))
+	switch {
+	case err == nil:
+		rec.Hold(ctx, "rival", l, func(context.Context) {})
+		t.Errorf("rival obtained %q (token %d) while it was held", key, l.Token())
+	case !errors.Is(err, redlock.ErrNotObtained):
+		t.Errorf("rival TryLock: %v, want ErrNotObtained", err)
+	}
+}
+
+// report checks the recorded history, logs its figures and fails t on any
+// overlap.
+func report(t *testing.T, rec *chaos.Recorder) chaos.Report {
+	t.Helper()
+	rep := chaos.Check(rec.History())
+	t.Logf("%s: %s", t.Name(), &rep)
+	if n := len(rep.Overlaps); n > 0 {
+		t.Errorf("%d overlapping holds, want 0", n)
+	}
+	return rep
+}
