@@ -1,0 +1,128 @@
+package chaos_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seed818c56a1/quorumlock/chaos"
+	"github.com/seed818c56a1/quorumlock/redlock"
+)
+
+// A contention is a set of holders competing for one key: each goroutine
+// of each client loops Lock, work for a random while, Unlock — recording
+// every hold — until stopped.
+type contention struct {
+	rec        *chaos.Recorder
+	clients    []*redlock.Client
+	goroutines int // per client
+	key        string
+	maxWork    time.Duration // each hold works a random time in [0, maxWork)
+	opts       []redlock.Option
+
+	held     atomic.Int32 // holds in progress
+	attempts atomic.Int64 // Lock calls that gave up (no quorum before their deadline)
+	mu       sync.Mutex
+	errs     []error // unexpected errors, reported by stop
+}
+
+// attemptWait bounds each Lock call, so that holders keep trying through a
+// fault that blocks acquisition for a while.
+const attemptWait = time.Second
+
+// start runs the holders until the returned stop is called (or the test
+// ends); stop waits for all of them and fails t on unexpected errors.
+func (w *contention) start(t *testing.T, seed uint64) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for ci, c := range w.clients {
+		for g := range w.goroutines {
+			rng := rand.New(rand.NewPCG(seed, uint64(ci*1000+g)))
+			name := fmt.Sprintf("c%d/g%d", ci, g)
+			wg.Go(func() { w.holder(ctx, c, name, rng) })
+		}
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			wg.Wait()
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			for _, err := range w.errs[:min(5, len(w.errs))] {
+				t.Errorf("holder: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop) // after a Fatal, before the clients close
+	return stop
+}
+
+func (w *contention) holder(ctx context.Context, c *redlock.Client, name string, rng *rand.Rand) {
+	for ctx.Err() == nil {
+		actx, cancel := context.WithTimeout(ctx, attemptWait)
+		l, err := c.Lock(actx, w.key, w.opts...)
+		cancel()
+		if err != nil {
+			if !errors.Is(err, redlock.ErrNotObtained) {
+				w.fail(fmt.Errorf("%s: Lock: %w", name, err))
+				return
+			}
+			w.attempts.Add(1)
+			continue
+		}
+		work := time.Duration(rng.Int64N(int64(w.maxWork) + 1))
+		err = w.rec.Hold(ctx, name, l, func(ctx context.Context) {
+			w.held.Add(1)
+			defer w.held.Add(-1)
+			pause(ctx, work)
+		})
+		// A loss is recorded by Hold and judged by the checker; an Unlock
+		// that no majority confirmed either way is a fault's normal outcome.
+		var qe *redlock.QuorumError
+		if err != nil && !errors.Is(err, redlock.ErrLockLost) && !errors.As(err, &qe) {
+			w.fail(fmt.Errorf("%s: Unlock: %w", name, err))
+		}
+	}
+}
+
+func (w *contention) fail(err error) {
+	w.mu.Lock()
+	w.errs = append(w.errs, err)
+	w.mu.Unlock()
+}
+
+// waitHeld waits until some holder is inside its critical section: a fault
+// injected then lands mid-lease.
+func (w *contention) waitHeld(t *testing.T) {
+	t.Helper()
+	waitFor(t, 5*time.Second, "a holder inside its critical section", func() bool { return w.held.Load() > 0 })
+}
+
+// holdsSince counts the holds that started after offset at.
+func holdsSince(rec *chaos.Recorder, at time.Duration) int {
+	n := 0
+	for _, h := range rec.History() {
+		if h.Start >= at {
+			n++
+		}
+	}
+	return n
+}
+
+// pause waits for d or until ctx ends: a holder's simulated work, or the
+// time a fault lasts. It is never an assertion.
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
