@@ -19,3 +19,10 @@ vet:
 # The embedded demo: five in-process nodes, no server to install.
 demo:
 	$(GO) run ./cmd/quorumlock demo
+
+# Side-by-side benchmarks of bench/ (its own module, so the peers never enter
+# this go.mod): starts five masters and prints one table, about 90 s.
+# Flags go through BENCH_FLAGS, e.g. make bench BENCH_FLAGS='-bench.dur=6s'.
+.PHONY: bench
+bench: deps
+	cd bench && $(GO) test -run '^TestSideBySide$$' -v -count=1 -timeout 20m . -args $(BENCH_FLAGS)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/faultproxy"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
@@ -211,7 +212,7 @@ func (m *measurer) oneKey(name string, n int, subjects []subject) []row {
 // proxy, first at +0 then at +bench.slow reply latency, so that the proxy's
 // own cost cancels in the ratio.
 func (m *measurer) slowNode(lab *redislab.Lab, only *regexp.Regexp) []row {
-	proxy := startSlowProxy(m.t, lab.Nodes[0].Addr())
+	proxy := faultproxy.Start(m.t, lab.Nodes[0].Addr())
 	nodes := lab.Clients(m.t, func(o *redis.Options) {
 		if o.Addr == lab.Nodes[0].Addr() {
 			o.Addr = proxy.Addr()
@@ -224,10 +225,10 @@ func (m *measurer) slowNode(lab *redislab.Lab, only *regexp.Regexp) []row {
 	})
 	var rows []row
 	for _, lat := range []time.Duration{0, *flagSlow} {
-		proxy.SetLatency(lat)
+		proxy.SetLatency(0, lat)
 		name := fmt.Sprintf("(d) node 0 +%v via proxy", lat)
 		rows = append(rows, m.uncontended(name, 1, subjects)...)
 	}
-	proxy.SetLatency(0)
+	proxy.SetLatency(0, 0)
 	return rows
 }

@@ -119,7 +119,7 @@ func notes(rows []row, r *row) string {
 		ns = append(ns, fmt.Sprintf("%d waits cut at the end (counted as lower bounds)", cut))
 	}
 	if errs > 0 {
-		ns = append(ns, fmt.Sprintf("%d errors", errs))
+		ns = append(ns, fmt.Sprintf("%d failed cycles", errs))
 	}
 	if r.note != "" {
 		ns = append(ns, r.note)
