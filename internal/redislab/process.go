@@ -1,0 +1,149 @@
+package redislab
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// pollInterval is the pause between two probes of a condition being waited
+// for; every such wait also has a deadline.
+const pollInterval = 10 * time.Millisecond
+
+var errExited = errors.New("redislab: process exited")
+
+// A process is one started command: redis-server, or the wrapper that runs
+// it. It leads its own process group, so that a signal sent to the group
+// also reaches a wrapper's children (faketime forks redis-server).
+type process struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once the leader has exited and been reaped
+	err    error         // the leader's Wait result; read after exited is closed
+}
+
+// spawn starts argv in dir with stdout and stderr appended to logPath.
+func spawn(argv []string, dir, logPath string) (*process, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close() // the child holds its own descriptor
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// signal sends sig to the process group while its leader still runs.
+func (p *process) signal(sig syscall.Signal) error {
+	select {
+	case <-p.exited:
+		return fmt.Errorf("%w (%v)", errExited, p.err)
+	default:
+	}
+	return syscall.Kill(-p.cmd.Process.Pid, sig)
+}
+
+// kill sends SIGKILL to the whole group, even if the leader already exited
+// (a wrapper's child may outlive it), and waits for the leader to be reaped.
+func (p *process) kill() error {
+	err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	if err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("redislab: SIGKILL: %w", err)
+	}
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(startTimeout):
+		return fmt.Errorf("redislab: pid %d still running %v after SIGKILL", p.cmd.Process.Pid, startTimeout)
+	}
+}
+
+// waitPing returns once addr answers PING with PONG (not LOADING), or an
+// error when exited is closed first or timeout passes. A nil exited never
+// fires.
+func waitPing(addr string, exited <-chan struct{}, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := ping(addr, deadline)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redislab: no PONG from %s within %v: %w", addr, timeout, err)
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("%w before answering PING on %s", errExited, addr)
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// ping sends one inline PING on a fresh connection.
+func ping(addr string, deadline time.Time) error {
+	conn, err := net.DialTimeout("tcp", addr, 250*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if d := time.Now().Add(250 * time.Millisecond); d.Before(deadline) {
+		deadline = d
+	}
+	if err := conn.SetDeadline(deadline); err != nil {
+		return err
+	}
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	reply, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if reply != "+PONG\r\n" {
+		return fmt.Errorf("PING answered %q", reply)
+	}
+	return nil
+}
+
+// waitRefused returns once addr refuses connections, or an error after
+// timeout.
+func waitRefused(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, 250*time.Millisecond)
+		if err != nil {
+			return nil
+		}
+		conn.Close()
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redislab: %s still accepts connections %v after SIGKILL", addr, timeout)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// freePort returns a loopback port that was free a moment ago. Another
+// process may take it before redis-server binds it; callers retry.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
