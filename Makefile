@@ -5,9 +5,10 @@ GO ?= go
 .PHONY: test deps vet demo
 
 # Installs redis-server (and faketime) when missing, then runs every test
-# against real masters with the race detector.
+# against real masters with the race detector, one package at a time (each
+# starts its own masters; two cores are shared by all of them).
 test: deps vet
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -p 1 -timeout 20m ./...
 
 deps:
 	@./scripts/deps.sh

@@ -1,20 +1,69 @@
--- Acquire: set the lock if it is free, or add a hold if it is already ours.
--- KEYS[1] the lock (a hash: field "owner", one field per hold), KEYS[2] the fencing counter.
--- ARGV[1] owner, ARGV[2] hold id, ARGV[3] TTL in milliseconds.
--- Returns {1, fencing token} when granted, {0, remaining TTL in ms} when held by another owner.
+-- Acquire: grant the lock if it is free and no live waiter is queued ahead of
+-- us, or add a hold if it is already ours.
+-- KEYS[1] the lock: a hash with field "owner" and one field "h:<hold>" per hold
+-- KEYS[2] the fencing counter
+-- KEYS[3] the waiters' queue: a sorted set of owners by ticket (first attempt time)
+-- KEYS[4] the waiters' leases: a sorted set of owners by lease end (server ms)
+-- ARGV[1] owner, ARGV[2] hold id, ARGV[3] TTL in ms,
+-- ARGV[4] ticket ("" for a one-shot attempt, which never queues), ARGV[5] queue lease in ms
+-- Returns {1, fencing token} when granted; {0, remaining TTL in ms} when refused
+-- (0 when the lock is free but a waiter is ahead).
 local owner = redis.call('HGET', KEYS[1], 'owner')
-if not owner then
-  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'h:' .. ARGV[2], 1)
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  return {1, redis.call('INCR', KEYS[2])}
+local hold = 'h:' .. ARGV[2]
+local queued = redis.call('EXISTS', KEYS[3]) == 1
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+
+local function leave()
+  if queued then
+    redis.call('ZREM', KEYS[3], ARGV[1])
+    redis.call('ZREM', KEYS[4], ARGV[1])
+  end
+end
+
+local function wait_in_line()
+  if ARGV[4] == '' then return end
+  local lease = now_ms() + tonumber(ARGV[5])
+  redis.call('ZADD', KEYS[3], 'NX', ARGV[4], ARGV[1])
+  redis.call('ZADD', KEYS[4], lease, ARGV[1])
+  redis.call('PEXPIRE', KEYS[3], ARGV[5])
+  redis.call('PEXPIRE', KEYS[4], ARGV[5])
+end
+
 if owner == ARGV[1] then
-  -- A re-sent attempt (its reply was lost) or a nested hold: the same hold id
-  -- is the same field, so a re-send never counts twice. Never shorten the lease.
-  redis.call('HSET', KEYS[1], 'h:' .. ARGV[2], 1)
+  -- A re-sent attempt (its reply was lost) or a nested hold of the same
+  -- owner: the same hold id is the same field, so a re-send never counts
+  -- twice. Never shorten the lease.
+  redis.call('HSET', KEYS[1], hold, 1)
   if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then
     redis.call('PEXPIRE', KEYS[1], ARGV[3])
   end
+  leave()
   return {1, tonumber(redis.call('GET', KEYS[2]) or '0')}
 end
+
+if not owner then
+  if queued then
+    -- Forget waiters whose lease ran out (they gave up or crashed).
+    local dead = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now_ms())
+    if #dead > 0 then
+      redis.call('ZREM', KEYS[3], unpack(dead))
+      redis.call('ZREM', KEYS[4], unpack(dead))
+    end
+    local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+    if head and head ~= ARGV[1] then
+      wait_in_line()
+      return {0, 0}
+    end
+  end
+  redis.call('HSET', KEYS[1], 'owner', ARGV[1], hold, 1)
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  leave()
+  return {1, redis.call('INCR', KEYS[2])}
+end
+
+wait_in_line()
 return {0, redis.call('PTTL', KEYS[1])}

@@ -23,14 +23,14 @@ func TestResentAttemptIsIdempotent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cfg := c.cfg
-	keys := c.keys(&cfg, "k")
+	ks := newKeyset(cfg.prefix, "k")
 	id := identity{owner: "owner-1", hold: "hold-1"}
 	r := round[int64](c, &cfg)
 	r.Decided = func(*quorum.Tally[int64]) bool { return false } // hear every node
 	send := func() []int64 {
 		t.Helper()
 		tally := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[int64] {
-			return acquireVote(c.run(ctx, n, acquireScript, keys, id.owner, id.hold, cfg.ttl.Milliseconds()).Int64Slice())
+			return acquireVote(c.run(ctx, n, acquireScript, ks.acquireKeys(), id.owner, id.hold, cfg.ttl.Milliseconds(), "", 1000).Int64Slice())
 		})
 		if !tally.Won() || tally.Count(quorum.Granted) != 3 {
 			t.Fatalf("attempt: %v, want granted by all 3", tally.String())
@@ -46,7 +46,7 @@ func TestResentAttemptIsIdempotent(t *testing.T) {
 		if first[i] != again[i] {
 			t.Errorf("node %d: token of the re-sent attempt = %d, want %d (no new grant)", i, again[i], first[i])
 		}
-		fields, err := nodes[i].HLen(ctx, keys[0]).Result()
+		fields, err := nodes[i].HLen(ctx, ks.lock).Result()
 		if err != nil || fields != 2 {
 			t.Errorf("node %d: lock hash has %d fields (err %v), want owner + one hold", i, fields, err)
 		}
@@ -54,7 +54,7 @@ func TestResentAttemptIsIdempotent(t *testing.T) {
 	// A different owner is refused while it is held.
 	other := identity{owner: "owner-2", hold: "hold-2"}
 	for i := range nodes {
-		v := acquireVote(c.run(ctx, i, acquireScript, keys, other.owner, other.hold, cfg.ttl.Milliseconds()).Int64Slice())
+		v := acquireVote(c.run(ctx, i, acquireScript, ks.acquireKeys(), other.owner, other.hold, cfg.ttl.Milliseconds(), "", 1000).Int64Slice())
 		if v.Outcome != quorum.Refused || v.Value <= 0 {
 			t.Errorf("node %d: another owner's attempt = %v (pttl %d), want refused with the remaining TTL", i, v.Outcome, v.Value)
 		}

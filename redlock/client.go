@@ -21,8 +21,11 @@ type Client struct {
 	nodes []node
 	cfg   config
 
+	bell bell
+
 	mu     sync.Mutex
 	closed bool
+	done   chan struct{}      // closed by Close: waiting Lock calls give up
 	locks  map[*Lock]struct{} // held locks, ended by Close
 	wg     sync.WaitGroup     // calls and background work in flight
 }
@@ -47,7 +50,8 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, nodes: make([]node, len(nodes)), locks: map[*Lock]struct{}{}}
+	c := &Client{cfg: cfg, nodes: make([]node, len(nodes)), locks: map[*Lock]struct{}{}, done: make(chan struct{})}
+	c.bell = bell{c: c, waiters: map[string]map[chan struct{}]string{}}
 	for i, rdb := range nodes {
 		if isNil(rdb) {
 			return nil, invalid("node %d is nil", i)
@@ -63,7 +67,8 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 }
 
 // Close ends every lock still held — their Done() closes and Err() becomes
-// ErrClosed — stops their renewals, and waits for the calls the Client still
+// ErrClosed — stops their renewals, makes waiting Lock calls return
+// ErrClosed, drops the subscriptions, and waits for the calls the Client still
 // has in flight (each bounded by its redis client's own timeouts). It does not
 // release the locks: they expire with their TTL. Unlock them before Close.
 // Close does not close the redis clients. Later calls return ErrClosed.
@@ -74,6 +79,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
+	close(c.done)
 	held := make([]*Lock, 0, len(c.locks))
 	for l := range c.locks {
 		held = append(held, l)

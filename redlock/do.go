@@ -14,7 +14,9 @@ import (
 //
 // Do returns Lock's error if the lock was not obtained, fn's error otherwise,
 // joined with ErrLockLost if the lock was lost before fn returned or Unlock
-// found it gone. If fn panics, the lock is released and the panic goes on.
+// found it gone (or ErrClosed if the Client closed meanwhile). A release
+// that too few nodes confirmed is not an error of Do: the lock then expires
+// with its TTL. If fn panics, the lock is released and the panic goes on.
 func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) (err error) {
 	if fn == nil {
 		return invalid("nil function")
@@ -28,7 +30,12 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 	defer func() {
 		stop()
 		cancel(nil)
-		err = errors.Join(err, l.Unlock(context.WithoutCancel(ctx)))
+		// A loss, or a Client closed under fn, means the work may have
+		// overlapped another holder's: say so. A release that too few nodes
+		// confirmed is not: the lock expires with its TTL.
+		if uerr := l.Unlock(context.WithoutCancel(ctx)); errors.Is(uerr, ErrLockLost) || errors.Is(uerr, ErrClosed) {
+			err = errors.Join(err, uerr)
+		}
 	}()
 	return fn(fctx)
 }

@@ -66,13 +66,52 @@
 // carrying a token smaller than the largest it has seen rejects the late
 // writer.
 //
+// # Waiting, in order
+//
+// Lock waits in line. Each waiter takes a ticket (the time of its first
+// attempt) and is queued on every node it asks; a free lock is granted only
+// to the oldest live ticket, and since every node orders the same tickets the
+// same way, the nodes agree on who is next instead of splitting their votes.
+// Unlock publishes, on the key's channel, the owner first in line, and only
+// that waiter retries at once: a handoff costs about one round trip. The
+// Client listens with one subscription connection per node, shared by all
+// its waiters, opened with the first waiter and dropped with the last. A
+// waiter that gives up leaves the queue; one that crashed loses its place
+// when its queue lease (a few retry delays) runs out. If a wake-up is lost,
+// the waiter's backoff — never longer than WithRetryDelay's maximum, and
+// shortened to the holder's remaining lease — brings it back.
+//
+// The cost of order: a contended attempt also refreshes the waiter's place
+// (two sorted-set writes), and while anyone waits, TryLock is refused even on
+// a free lock — it may not jump the queue.
+//
+// # Reentrancy
+//
+// Locks are not reentrant unless an owner is named with WithOwner: then
+// acquisitions of a key by the same owner nest, each with its own hold on
+// the nodes, and the key is freed when the last hold is released. A re-sent
+// attempt whose reply was lost carries the same hold, so it never counts
+// twice.
+//
 // # Fencing tokens
 //
 // Each grant increments a per-key counter on the granting node; Token() is
-// the largest counter among the granting majority. Two majorities of the
-// same nodes intersect, so the node in both saw the earlier grant's
-// increment and returns a larger value for the later one — provided that
-// node kept its counter, which the persistence assumption above ensures.
+// the largest counter among the granting majority. Before Lock or TryLock
+// returns, that token is written back to every granting node that is behind,
+// so a majority of nodes holds a counter at least as large; Unlock raises
+// the counter of every node that answers to it as well.
+//
+// Why tokens only grow: a later holding's majority intersects the earlier
+// one's, and a node in both had its counter raised to the earlier token
+// before it could grant again — its key was still set until the earlier
+// holder released it or it expired, and both happen after the write-back. Its
+// next increment is therefore larger, and so is the maximum. This rests on
+// the same assumptions as the lock: a node that restarts empty loses its
+// counters. Because Unlock raises every answering node, one node restarting
+// empty between two holdings cannot break the order; what can is losing the
+// counters of every node of the last majority to see the token — for
+// instance a holder that crashes (no Unlock) followed by empty restarts of the
+// nodes that granted it. Persistence (appendfsync always) rules that out.
 //
 // # Errors
 //

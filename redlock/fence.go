@@ -12,7 +12,7 @@ import (
 // next majority intersects it, and its token is larger. It reports false if
 // fewer than a majority could be brought up to the token: the acquisition
 // must then fail, or the next holder's token might not be larger.
-func (c *Client) fence(ctx context.Context, cfg *config, keys []string, won *quorum.Tally[int64]) (int64, bool) {
+func (c *Client) fence(ctx context.Context, cfg *config, ks *keyset, won *quorum.Tally[int64]) (int64, bool) {
 	token := maxGranted(won)
 	behind := 0
 	for _, v := range won.Votes {
@@ -32,7 +32,7 @@ func (c *Client) fence(ctx context.Context, cfg *config, keys []string, won *quo
 		case v.Value >= token:
 			return v
 		}
-		have, err := c.run(ctx, n, fenceScript, keys[1:], token).Int64()
+		have, err := c.run(ctx, n, fenceScript, []string{ks.fence}, token).Int64()
 		if err != nil {
 			return quorum.Vote[int64]{Outcome: quorum.Failed, Err: err}
 		}

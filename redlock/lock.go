@@ -19,7 +19,7 @@ type Lock struct {
 	c     *Client
 	cfg   config
 	key   string
-	keys  []string // lock key, fencing counter key
+	ks    keyset
 	id    identity
 	token int64
 
@@ -36,14 +36,10 @@ type Lock struct {
 	renewal  clock.Timer // the watchdog's next extension; nil without auto-renew
 }
 
-// identity is what a lock's value on the nodes is made of: the owner, shared
-// by every attempt of one acquisition, and the hold of one attempt.
-type identity struct{ owner, hold string }
-
 // newLock returns the held lock, with its timers armed, or nil if c closed
 // meanwhile.
-func (c *Client) newLock(key string, keys []string, cfg *config, id identity, token int64, until time.Time) *Lock {
-	l := &Lock{c: c, cfg: *cfg, key: key, keys: keys, id: id, token: token, until: until}
+func (c *Client) newLock(key string, ks *keyset, cfg *config, id identity, token int64, until time.Time) *Lock {
+	l := &Lock{c: c, cfg: *cfg, key: key, ks: *ks, id: id, token: token, until: until}
 	l.life, l.end = context.WithCancelCause(context.Background())
 	l.mu.Lock() // before track: Close may finish l as soon as it is tracked
 	defer l.mu.Unlock()
@@ -120,7 +116,7 @@ func (l *Lock) extend(ctx context.Context) error {
 	}
 	r := round[bool](l.c, &l.cfg)
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[bool] {
-		ok, err := l.c.run(ctx, n, extendScript, l.keys[:1], l.id.owner, l.cfg.ttl.Milliseconds()).Bool()
+		ok, err := l.c.run(ctx, n, extendScript, []string{l.ks.lock}, l.id.owner, l.cfg.ttl.Milliseconds()).Bool()
 		return boolVote(ok, err)
 	})
 	until := clock.Validity(start, l.cfg.ttl, l.cfg.driftFactor)
@@ -166,7 +162,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if !l.finish(ErrNotHeld, true) {
 		return ErrNotHeld
 	}
-	t := l.c.release(context.WithoutCancel(ctx), &l.cfg, l.keys, l.id, true)
+	t := l.c.release(ctx, &l.cfg, &l.ks, l.id, !l.id.reentrant, l.token)
 	switch {
 	case prior != nil:
 		return prior // already reported as lost; the release above only cleans up

@@ -24,9 +24,15 @@ func lab(t *testing.T, n int, opts ...redlock.Option) (*redlock.Client, []redis.
 	return newClient(t, nodes, opts...), nodes, l
 }
 
+// testNodeTimeout replaces the default node timeout in tests that are not
+// about timeouts: the suite runs under -race on a shared two-core machine,
+// where a loopback call can take tens of milliseconds. Tests about timeouts
+// set their own, after it.
+const testNodeTimeout = 150 * time.Millisecond
+
 func newClient(t *testing.T, nodes []redis.UniversalClient, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
-	c, err := redlock.New(nodes, opts...)
+	c, err := redlock.New(nodes, append([]redlock.Option{redlock.WithNodeTimeout(testNodeTimeout)}, opts...)...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

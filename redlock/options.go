@@ -69,6 +69,17 @@ func WithRetryDelay(min, max time.Duration) Option {
 // tag, so a node may be a Redis Cluster. Default DefaultPrefix.
 func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 
+// WithOwner makes acquisitions reentrant for owner: while owner holds a key,
+// further acquisitions of it by the same owner are granted at once and nest;
+// each is released by its own Unlock, and the key is freed when the last one
+// is. Every acquisition with the same owner — from any goroutine or process —
+// counts as the same holder, so owner must be unique to whatever should
+// exclude others (e.g. a job ID). Without it (the default) every acquisition
+// is its own owner and locks are not reentrant, as with sync.Mutex.
+func WithOwner(owner string) Option {
+	return func(c *config) { c.owner, c.ownerSet = owner, true }
+}
+
 // WithClock sets the clock used for validity and timers; tests pass a
 // *clock.Fake. Default clock.Real().
 func WithClock(k clock.Clock) Option { return func(c *config) { c.clock = k } }
@@ -80,6 +91,8 @@ type config struct {
 	autoRenew                 bool
 	prefix                    string
 	clock                     clock.Clock
+	owner                     string
+	ownerSet                  bool
 }
 
 func defaults() config {
@@ -119,6 +132,8 @@ func (c *config) validate() error {
 		return invalid("retry delay [%v, %v] must satisfy 0 < min ≤ max", c.retryMin, c.retryMax)
 	case c.clock == nil:
 		return invalid("nil clock")
+	case c.ownerSet && c.owner == "":
+		return invalid("empty owner")
 	}
 	return nil
 }
@@ -133,3 +148,8 @@ func (c *config) guard() time.Duration { return c.nodeTimeout }
 // renewEvery is the watchdog's period; renewRetry its pace after a failure.
 func (c *config) renewEvery() time.Duration { return c.ttl / 3 }
 func (c *config) renewRetry() time.Duration { return max(c.ttl/10, c.nodeTimeout) }
+
+// queueLease is how long a waiter keeps its place in line without a new
+// attempt: several of the longest retry delays, so that only a waiter that
+// gave up or crashed loses it.
+func (c *config) queueLease() time.Duration { return 5*c.retryMax + c.nodeTimeout + time.Millisecond }

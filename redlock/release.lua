@@ -1,9 +1,17 @@
--- Release: compare-and-delete. Never touches another owner's lock.
--- KEYS[1] the lock. ARGV[1] owner, ARGV[2] hold id,
--- ARGV[3] "1" to release the whole lock, "0" to drop only this hold (the lock
--- is deleted when no hold is left).
+-- Release: compare-and-delete; never touches another owner's lock.
+-- KEYS[1] the lock, KEYS[2] the fencing counter, KEYS[3] the waiters' queue.
+-- ARGV[1] owner, ARGV[2] hold id, ARGV[3] "1" to release the whole lock, "0"
+-- to drop only this hold (the lock is deleted when no hold is left),
+-- ARGV[4] the channel to announce a freed lock on (the message names the
+-- first waiter in line, so that only it need wake; "" if none), ARGV[5] the holding's
+-- fencing token: every node that answers raises its counter to it, so that
+-- a node restarted empty later cannot hand out a smaller one.
 -- Returns 1 when our hold was there and the lock is now free, 2 when our hold
 -- was dropped but other holds of the same owner remain, 0 when the lock was not ours.
+local token = tonumber(ARGV[5])
+if token > 0 and tonumber(redis.call('GET', KEYS[2]) or '0') < token then
+  redis.call('SET', KEYS[2], token)
+end
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then
   return 0
 end
@@ -14,4 +22,5 @@ if ARGV[3] ~= '1' then
   end
 end
 redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[4], redis.call('ZRANGE', KEYS[3], 0, 0)[1] or '')
 return 1

@@ -15,11 +15,14 @@ var (
 	releaseSrc string
 	//go:embed fence.lua
 	fenceSrc string
+	//go:embed leave.lua
+	leaveSrc string
 
 	acquireScript = redis.NewScript(acquireSrc)
 	extendScript  = redis.NewScript(extendSrc)
 	releaseScript = redis.NewScript(releaseSrc)
 	fenceScript   = redis.NewScript(fenceSrc)
+	leaveScript   = redis.NewScript(leaveSrc)
 )
 
 // Replies of release.lua.

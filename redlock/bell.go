@@ -1,0 +1,132 @@
+package redlock
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A bell wakes a Client's waiters when a lock they wait for is released:
+// Unlock publishes on the key's channel the owner first in line, and the bell
+// wakes that waiter (every waiter, for an empty message). It listens with one
+// subscription connection per node, shared by all of the Client's waiters,
+// opened with the first waiter and closed with the last. A wake-up may be
+// lost (a node down, a subscription not yet active): waiters keep their
+// backoff as the fallback, so a lost wake-up costs a delay, never a hang.
+type bell struct {
+	c       *Client
+	mu      sync.Mutex
+	waiters map[string]map[chan struct{}]string // by channel: wake-up → owner
+	ears    []*ear                              // one per node while anyone waits
+}
+
+// An ear is one node's subscription: a connection, a goroutine that applies
+// (un)subscriptions in order — they may block on a dial, never a waiter — and
+// a goroutine that rings the bell on each message.
+type ear struct {
+	ps  *redis.PubSub
+	ops chan subscription
+}
+
+type subscription struct {
+	channel string
+	on      bool
+}
+
+// subscribeTimeout bounds one SUBSCRIBE or UNSUBSCRIBE on one node.
+const subscribeTimeout = time.Second
+
+// listen registers owner's waiter for channel and returns the channel it is
+// woken on, and the function that unregisters it. It never blocks on the
+// network.
+func (b *bell) listen(channel, owner string) (<-chan struct{}, func()) {
+	wake := make(chan struct{}, 1)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ears == nil {
+		b.open()
+	}
+	set := b.waiters[channel]
+	if set == nil {
+		set = map[chan struct{}]string{}
+		b.waiters[channel] = set
+		b.tell(subscription{channel, true})
+	}
+	set[wake] = owner
+	return wake, func() { b.forget(channel, wake) }
+}
+
+func (b *bell) forget(channel string, wake chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	set := b.waiters[channel]
+	delete(set, wake)
+	if len(set) > 0 {
+		return
+	}
+	delete(b.waiters, channel)
+	if len(b.waiters) > 0 {
+		b.tell(subscription{channel, false})
+		return
+	}
+	for _, e := range b.ears { // nobody waits: drop the connections
+		close(e.ops)
+		b.c.spawn(func() { e.ps.Close() })
+	}
+	b.ears = nil
+}
+
+// open starts one ear per node. b.mu is held, inside a Client operation.
+func (b *bell) open() {
+	b.ears = make([]*ear, len(b.c.nodes))
+	for i, n := range b.c.nodes {
+		e := &ear{ps: n.rdb.Subscribe(context.Background()), ops: make(chan subscription, 256)}
+		b.ears[i] = e
+		b.c.spawn(e.apply)
+		b.c.spawn(func() {
+			for m := range e.ps.Channel() {
+				b.ring(m.Channel, m.Payload)
+			}
+		})
+	}
+}
+
+// tell queues s on every ear. A full queue (a node hung for a long time)
+// drops it: the waiters fall back to their backoff.
+func (b *bell) tell(s subscription) {
+	for _, e := range b.ears {
+		select {
+		case e.ops <- s:
+		default:
+		}
+	}
+}
+
+func (e *ear) apply() {
+	for s := range e.ops {
+		ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
+		if s.on {
+			e.ps.Subscribe(ctx, s.channel)
+		} else {
+			e.ps.Unsubscribe(ctx, s.channel)
+		}
+		cancel()
+	}
+}
+
+// ring wakes the waiters of channel whose owner is first in line.
+func (b *bell) ring(channel, first string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for wake, owner := range b.waiters[channel] {
+		if first != "" && owner != first {
+			continue
+		}
+		select {
+		case wake <- struct{}{}:
+		default: // already rung
+		}
+	}
+}
