@@ -75,7 +75,7 @@ func (c *Client) wait(ctx context.Context, key string, cfg *config) (*Lock, erro
 		}
 		l, hint, err := c.attempt(ctx, key, &ks, cfg, id, ticket)
 		if err == nil || !errors.Is(err, ErrNotObtained) {
-			if wake != nil { // queued on some nodes: leave those queues
+			if wake != nil && (err != nil || hint > 0) { // still queued on some nodes: leave
 				c.spawn(func() { c.leave(ctx, cfg, &ks, id) })
 			}
 			return l, err

@@ -12,7 +12,8 @@ import (
 
 // attempt runs one acquisition round; ticket is "" for a one-shot attempt
 // that does not queue. On failure it returns the holder's shortest remaining
-// lease among the refusals (0 if none) as a retry hint.
+// lease among the refusals (0 if none) as a retry hint; on success, 0 if
+// every node granted (and so dropped any queue entry of ours), else 1.
 func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *config, id identity, ticket string) (*Lock, time.Duration, error) {
 	id.hold = rand.Text() // a new hold per attempt: undoing this one never undoes the next
 	decided := make(chan struct{})
@@ -39,6 +40,9 @@ func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *confi
 	failed = l == nil
 	close(decided)
 	if l != nil {
+		if t.Count(quorum.Granted) < len(t.Votes) {
+			return l, 1, nil
+		}
 		return l, 0, nil
 	}
 	if t.Count(quorum.Refused) < len(t.Votes) {

@@ -2,6 +2,8 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +14,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"))
+	// go-redis's own pool goroutines (idle reaper, redial after a refused
+	// dial) belong to the redis clients, which the tests close; anything else
+	// left running is the library's.
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"),
+		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
 }
 
 // lab starts n masters and returns a Client over them (closed in Cleanup,
@@ -86,4 +93,31 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+func splitLines(s string) []string { return strings.Split(strings.TrimSpace(s), "\n") }
+
+// containsField reports whether a CLIENT LIST line has the field (e.g. "sub=0").
+func containsField(line, field string) bool {
+	for _, f := range strings.Fields(line) {
+		if strings.HasPrefix(f, field) && (strings.HasSuffix(field, "=") || f == field) {
+			return true
+		}
+	}
+	return false
+}
+
+func stats(t *testing.T, nodes []redis.UniversalClient) int {
+	total := 0
+	for _, n := range nodes {
+		s := n.Info(context.Background(), "commandstats").Val()
+		for _, line := range splitLines(s) {
+			if strings.HasPrefix(line, "cmdstat_evalsha:") {
+				var calls int
+				fmt.Sscanf(strings.TrimPrefix(line, "cmdstat_evalsha:"), "calls=%d", &calls)
+				total += calls
+			}
+		}
+	}
+	return total
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Files a local node keeps in its data dir across restarts.
@@ -82,8 +84,10 @@ func (l *local) start() error {
 		return fmt.Errorf("redislab: starting %s: %w", argv[0], err)
 	}
 	if err = waitPing(l.addr(), p.exited, startTimeout); err == nil {
-		l.proc = p
-		return nil
+		if err = l.ownsPort(); err == nil {
+			l.proc = p
+			return nil
+		}
 	}
 	if kerr := p.kill(); kerr != nil {
 		err = errors.Join(err, kerr)
@@ -93,6 +97,28 @@ func (l *local) start() error {
 		err = errors.Join(errPortTaken, err)
 	}
 	return fmt.Errorf("%w\n--- %s ---\n%s", err, logPath, logged)
+}
+
+// ownsPort checks that the server answering on l.port is this node's — its
+// data dir is l.dir — and not another test's that bound the port between our
+// pick and our start (ours then fails to bind, but the PING is answered).
+func (l *local) ownsPort() error {
+	ctx, cancel := withTimeout()
+	defer cancel()
+	c := redis.NewClient(&redis.Options{Addr: l.addr(), ContextTimeoutEnabled: true, PoolSize: 1, MaxRetries: -1})
+	defer c.Close()
+	got, err := c.ConfigGet(ctx, "dir").Result()
+	if err != nil {
+		return err
+	}
+	want, err := filepath.EvalSymlinks(l.dir)
+	if err != nil {
+		return err
+	}
+	if got["dir"] != want {
+		return fmt.Errorf("%w: %s is served from %s, not %s", errPortTaken, l.addr(), got["dir"], want)
+	}
+	return nil
 }
 
 func (l *local) kill() error {
