@@ -30,6 +30,7 @@ var (
 	flagCases  = flag.String("bench.cases", "abcd", "cases to run, a subset of abcd")
 	flagOnly   = flag.String("bench.only", "", "regexp: run only the libraries whose table name matches (e.g. to profile one)")
 	flagAlloc  = flag.Bool("bench.allocs", true, "measure allocations per cycle with testing.Benchmark (column allocs/cyc)")
+	flagMix    = flag.Bool("bench.cmdmix", false, "after the table, print the commands the servers ran per cycle, by library")
 )
 
 // The five masters of the lab, as in DESIGN.md.
@@ -81,6 +82,9 @@ func TestSideBySide(t *testing.T) {
 	fmt.Fprintf(os.Stdout, "masters' appendfsync %s; load average before %s, after %s (other work on the machine skews every figure)\n\n",
 		*flagFsync, load, loadavg())
 	printTable(os.Stdout, rows)
+	if *flagMix {
+		printCommandMix(os.Stdout, rows)
+	}
 	printTargets(os.Stdout, rows)
 }
 
@@ -172,14 +176,21 @@ func (m *measurer) uncontended(name string, n int, subjects []subject) []row {
 // from wanting the lock to holding it, across a library's give-ups (redsync
 // returns ErrFailed after 32 tries; the worker keeps waiting). One
 // uninterrupted run per library: rounds would hide a starved worker.
+//
+// Every worker asks again as soon as it released, so a fair lock makes each
+// wait for the n−1 others: mean wait ≈ (n−1)·(hold + handoff), 14 ms or more
+// here. A short p99 wait and a high min/max cannot both be had; the note
+// "free per handoff" gives the handoff cost itself.
 func (m *measurer) oneKey(name string, n int, subjects []subject) []row {
 	var rows []row
 	for _, s := range subjects {
 		if s.wait == nil {
 			continue
 		}
-		var gaveUp atomic.Int64
+		var gaveUp, held atomic.Int64 // of the last run: the measured one
 		o := m.measure(n, *flagDur, func(prefix string) body {
+			gaveUp.Store(0)
+			held.Store(0)
 			key := prefix + "one"
 			return func(ctx context.Context, end time.Time, _, _ int) (time.Duration, error) {
 				wctx, cancel := context.WithDeadline(ctx, end)
@@ -188,9 +199,10 @@ func (m *measurer) oneKey(name string, n int, subjects []subject) []row {
 				for {
 					rel, err := s.wait(wctx, key)
 					if err == nil {
-						d := time.Since(t0)
+						t1 := time.Now()
 						time.Sleep(*flagHold)
-						return d, rel(ctx)
+						held.Add(int64(time.Since(t1)))
+						return t1.Sub(t0), rel(ctx)
 					}
 					if wctx.Err() != nil {
 						return time.Since(t0), errCut
@@ -200,8 +212,14 @@ func (m *measurer) oneKey(name string, n int, subjects []subject) []row {
 			}
 		})
 		r := row{cas: name, lib: s.name, o: o, wait: true}
+		// The lock is held by one worker at a time; the rest of the run it
+		// is free while handed over: the release, then the next acquire.
+		if c := o.cycles(); c > 0 {
+			idle := (o.elapsed - time.Duration(held.Load())) / time.Duration(c)
+			r.note = fmt.Sprintf("free %s per handoff", ms(idle))
+		}
 		if g := gaveUp.Load(); g > 0 {
-			r.note = fmt.Sprintf("gave up %d×, retried", g)
+			r.note += fmt.Sprintf("; gave up %d×, retried", g)
 		}
 		rows = append(rows, r)
 	}

@@ -39,8 +39,8 @@ type outcome struct {
 	workers    []worker
 	elapsed    time.Duration
 	clientCPU  time.Duration
-	serverCPU  time.Duration
-	serverSeen bool // serverCPU was read from every node
+	server     serverStat // during the run
+	serverSeen bool       // server was read from every node
 }
 
 // grace is how long cycles in flight at the end of a run may take.
@@ -53,7 +53,7 @@ func run(ctx context.Context, n int, dur time.Duration, max int64, servers []red
 	var started atomic.Int64
 	ws := make([]worker, n)
 	cpu0 := processCPU()
-	srv0, ok0 := serversCPU(ctx, servers)
+	srv0, ok0 := serversStat(ctx, servers)
 	start := time.Now()
 	end := start.Add(dur)
 	ctx, cancel := context.WithDeadline(ctx, end.Add(grace))
@@ -82,8 +82,9 @@ func run(ctx context.Context, n int, dur time.Duration, max int64, servers []red
 	}
 	wg.Wait()
 	o := outcome{workers: ws, elapsed: time.Since(start), clientCPU: processCPU() - cpu0}
-	srv1, ok1 := serversCPU(ctx, servers)
-	o.serverCPU, o.serverSeen = srv1-srv0, ok0 && ok1
+	srv1, ok1 := serversStat(ctx, servers)
+	o.server = srv1.minus(srv0)
+	o.serverSeen = ok0 && ok1
 	return o
 }
 
@@ -103,7 +104,7 @@ func (o outcome) merge(p outcome) outcome {
 	first := o.elapsed == 0
 	o.elapsed += p.elapsed
 	o.clientCPU += p.clientCPU
-	o.serverCPU += p.serverCPU
+	o.server = o.server.plus(p.server)
 	o.serverSeen = p.serverSeen && (first || o.serverSeen)
 	return o
 }
@@ -172,25 +173,67 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// serversCPU returns the user plus system time the servers report in INFO
-// cpu (their main and background threads), and whether every one answered.
-func serversCPU(ctx context.Context, servers []redis.UniversalClient) (time.Duration, bool) {
-	var total time.Duration
+// A serverStat is what the servers report of themselves, summed.
+type serverStat struct {
+	cpu      time.Duration    // used_cpu_sys + used_cpu_user: main and background threads
+	commands int64            // total_commands_processed
+	calls    map[string]int64 // calls per command (INFO commandstats), scripts' own calls included
+}
+
+// minus returns s − t.
+func (s serverStat) minus(t serverStat) serverStat {
+	d := serverStat{cpu: s.cpu - t.cpu, commands: s.commands - t.commands, calls: map[string]int64{}}
+	for k, v := range s.calls {
+		if v -= t.calls[k]; v != 0 {
+			d.calls[k] = v
+		}
+	}
+	return d
+}
+
+// plus returns s + t.
+func (s serverStat) plus(t serverStat) serverStat {
+	d := serverStat{cpu: s.cpu + t.cpu, commands: s.commands + t.commands, calls: map[string]int64{}}
+	for _, m := range []map[string]int64{s.calls, t.calls} {
+		for k, v := range m {
+			d.calls[k] += v
+		}
+	}
+	return d
+}
+
+// serversStat reads INFO cpu and stats of every server, and reports whether
+// every one answered. The INFO calls themselves count as commands; with
+// thousands of cycles per run they are noise.
+func serversStat(ctx context.Context, servers []redis.UniversalClient) (serverStat, bool) {
+	st := serverStat{calls: map[string]int64{}}
 	for _, s := range servers {
-		info, err := s.Info(ctx, "cpu").Result()
+		info, err := s.Info(ctx, "cpu", "stats", "commandstats").Result()
 		if err != nil {
-			return 0, false
+			return serverStat{}, false
 		}
 		for line := range strings.Lines(info) {
 			k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
-			if k == "used_cpu_sys" || k == "used_cpu_user" {
+			switch k {
+			case "used_cpu_sys", "used_cpu_user":
 				sec, err := strconv.ParseFloat(v, 64)
 				if err != nil {
-					return 0, false
+					return serverStat{}, false
 				}
-				total += time.Duration(sec * float64(time.Second))
+				st.cpu += time.Duration(sec * float64(time.Second))
+			case "total_commands_processed":
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return serverStat{}, false
+				}
+				st.commands += n
+			}
+			if cmd, ok := strings.CutPrefix(k, "cmdstat_"); ok {
+				calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+				n, _ := strconv.ParseInt(calls, 10, 64)
+				st.calls[cmd] += n
 			}
 		}
 	}
-	return total, len(servers) > 0
+	return st, len(servers) > 0
 }

@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -31,18 +33,19 @@ func find(rows []row, cas, lib string) *row {
 // printTable prints rows as one Markdown table, padded to be read as text.
 func printTable(w io.Writer, rows []row) {
 	head := []string{"case", "library", "cycles/s", "×floor", "×redsync", "p50", "p99",
-		"allocs/cyc", "client µs/cyc", "servers µs/cyc", "notes"}
-	right := []bool{false, false, true, true, true, true, true, true, true, true, false}
+		"allocs/cyc", "client µs/cyc", "servers µs/cyc", "cmds/cyc", "notes"}
+	right := []bool{false, false, true, true, true, true, true, true, true, true, true, false}
 	cells := [][]string{head}
 	for _, r := range rows {
 		floor, rs := find(rows, r.cas, nameFloor), find(rows, r.cas, nameRedsync)
 		cells = append(cells, []string{r.cas, r.lib, fmt.Sprintf("%.0f", r.o.rate()),
 			ratioOf(&r, floor), ratioOf(&r, rs), ms(r.o.quantile(0.50)), ms(r.o.quantile(0.99)),
-			allocsOf(&r), us(r.o.perCycle(r.o.clientCPU)), serverCPU(&r), notes(rows, &r)})
+			allocsOf(&r), us(r.o.perCycle(r.o.clientCPU)), serverCPU(&r), commands(&r), notes(rows, &r)})
 	}
 	markdown(w, cells, right)
 	fmt.Fprintln(w, "\np50/p99: one acquire in (a), (b), (d); in (c) the wait from wanting the lock to holding it.")
-	fmt.Fprintln(w, "CPU per cycle: this process (all the client work) and the five servers together (INFO cpu).")
+	fmt.Fprintln(w, "Per cycle: CPU of this process (all the client work) and of the five servers together (INFO cpu),")
+	fmt.Fprintln(w, "and commands the five servers processed (INFO stats; a failed attempt or a wake-up counts too).")
 }
 
 // markdown prints cells (the first row is the header) as a Markdown table
@@ -99,7 +102,14 @@ func serverCPU(r *row) string {
 	if !r.o.serverSeen {
 		return "-"
 	}
-	return us(r.o.perCycle(r.o.serverCPU))
+	return us(r.o.perCycle(r.o.server.cpu))
+}
+
+func commands(r *row) string {
+	if !r.o.serverSeen || r.o.cycles() == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", float64(r.o.server.commands)/float64(r.o.cycles()))
 }
 
 func notes(rows []row, r *row) string {
@@ -143,6 +153,36 @@ func quot(a, b time.Duration) float64 {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
 func us(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d)/float64(time.Microsecond)) }
+
+// printCommandMix prints, per row, the commands the servers ran per cycle,
+// most frequent first; the commands a script calls count as INFO counts them.
+func printCommandMix(w io.Writer, rows []row) {
+	fmt.Fprintln(w, "\nserver commands per cycle (five servers together; a script's redis.call()s included):")
+	for _, r := range rows {
+		c := r.o.cycles()
+		if !r.o.serverSeen || c == 0 {
+			continue
+		}
+		type kv struct {
+			cmd string
+			n   int64
+		}
+		var mix []kv
+		for k, n := range r.o.server.calls {
+			if k != "info" && n > 0 {
+				mix = append(mix, kv{k, n})
+			}
+		}
+		slices.SortFunc(mix, func(a, b kv) int { return cmp.Compare(b.n, a.n) })
+		var parts []string
+		for _, m := range mix {
+			if per := float64(m.n) / float64(c); per >= 0.05 {
+				parts = append(parts, fmt.Sprintf("%s %.1f", m.cmd, per))
+			}
+		}
+		fmt.Fprintf(w, "  %-30s %-24s %s\n", r.cas, r.lib, strings.Join(parts, ", "))
+	}
+}
 
 // printTargets states each target of issue 5 against this run, for both
 // quorumlock configurations.
