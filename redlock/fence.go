@@ -13,14 +13,8 @@ import (
 // fewer than a majority could be brought up to the token: the acquisition
 // must then fail, or the next holder's token might not be larger.
 func (c *Client) fence(ctx context.Context, cfg *config, ks *keyset, won *quorum.Tally[int64]) (int64, bool) {
-	token := maxGranted(won)
-	behind := 0
-	for _, v := range won.Votes {
-		if v.Outcome == quorum.Granted && v.Value < token {
-			behind++
-		}
-	}
-	if behind == 0 {
+	token, behind := fencePlan(won)
+	if len(behind) == 0 {
 		return token, true
 	}
 	r := round[int64](c, cfg)
@@ -39,6 +33,18 @@ func (c *Client) fence(ctx context.Context, cfg *config, ks *keyset, won *quorum
 		return quorum.Vote[int64]{Outcome: quorum.Granted, Value: have}
 	})
 	return token, t.Won()
+}
+
+// fencePlan returns the token of a won round — the largest counter among the
+// grants — and the granting nodes whose counters are behind it.
+func fencePlan(won *quorum.Tally[int64]) (token int64, behind []int) {
+	token = maxGranted(won)
+	for n, v := range won.Votes {
+		if v.Outcome == quorum.Granted && v.Value < token {
+			behind = append(behind, n)
+		}
+	}
+	return token, behind
 }
 
 // maxGranted is the largest counter among the grants.

@@ -1,0 +1,128 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/redlock"
+)
+
+// embedded starts five in-process Redis-compatible nodes, so that the
+// examples run anywhere; real deployments use five independent masters.
+func embedded() ([]redis.UniversalClient, []*miniredis.Miniredis, func()) {
+	var clients []redis.UniversalClient
+	var servers []*miniredis.Miniredis
+	for range 5 {
+		s := miniredis.NewMiniRedis()
+		if err := s.Start(); err != nil {
+			panic(err)
+		}
+		servers = append(servers, s)
+		clients = append(clients, redis.NewClient(&redis.Options{Addr: s.Addr()}))
+	}
+	return clients, servers, func() {
+		for i := range clients {
+			clients[i].Close()
+			servers[i].Close()
+		}
+	}
+}
+
+// A fencedStore accepts a write only with a token at least as large as every
+// token it has seen: the writes of a holder whose lock has passed to another
+// are rejected, however late they arrive.
+type fencedStore struct {
+	mu      sync.Mutex
+	highest int64
+	value   string
+}
+
+func (s *fencedStore) Write(token int64, value string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if token < s.highest {
+		return fmt.Errorf("stale token %d < %d", token, s.highest)
+	}
+	s.highest, s.value = token, value
+	return nil
+}
+
+// A holder stalls past its lease; the next holder writes; the stalled one's
+// late write is rejected by its fencing token.
+func Example_fencedStore() {
+	nodes, servers, stop := embedded()
+	defer stop()
+	locks, err := redlock.New(nodes, redlock.WithAutoRenew(false), redlock.WithTTL(time.Second))
+	if err != nil {
+		panic(err)
+	}
+	defer locks.Close()
+	ctx := context.Background()
+	store := &fencedStore{}
+
+	slow, _ := locks.Lock(ctx, "invoice:7")
+	fmt.Println("slow holder's token:", slow.Token())
+	for _, s := range servers { // the slow holder stalls until its lease ends everywhere
+		s.FastForward(2 * time.Second)
+	}
+
+	err = locks.Do(ctx, "invoice:7", func(ctx context.Context) error {
+		l, _ := redlock.FromContext(ctx)
+		fmt.Println("next holder's token:", l.Token())
+		return store.Write(l.Token(), "paid by the next holder")
+	})
+	fmt.Println("next holder's write:", err)
+
+	fmt.Println("slow holder's late write:", store.Write(slow.Token(), "paid twice"))
+	fmt.Println("store holds:", store.value)
+	fmt.Println("slow holder's unlock reports the loss:", errors.Is(slow.Unlock(ctx), redlock.ErrLockLost))
+	// Output:
+	// slow holder's token: 1
+	// next holder's token: 2
+	// next holder's write: <nil>
+	// slow holder's late write: stale token 1 < 2
+	// store holds: paid by the next holder
+	// slow holder's unlock reports the loss: true
+}
+
+// New refuses the same master twice: the quorum counts independent failures.
+func ExampleNew_sameMasterTwice() {
+	a := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	b := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", DB: 1})
+	defer a.Close()
+	defer b.Close()
+	_, err := redlock.New([]redis.UniversalClient{a, b})
+	fmt.Println(errors.Is(err, redlock.ErrInvalid))
+	fmt.Println(err)
+	// Output:
+	// true
+	// redlock: invalid argument: nodes 0 and 1 are the same master (127.0.0.1:6379): the quorum needs independent masters
+}
+
+// TryLock makes one attempt; a refusal says how each node voted.
+func ExampleClient_TryLock() {
+	nodes, _, stop := embedded()
+	defer stop()
+	locks, err := redlock.New(nodes)
+	if err != nil {
+		panic(err)
+	}
+	defer locks.Close()
+	ctx := context.Background()
+
+	first, err := locks.TryLock(ctx, "report")
+	fmt.Println("first:", err, first.Token())
+	_, err = locks.TryLock(ctx, "report")
+	var qe *redlock.QuorumError
+	fmt.Println("second:", errors.Is(err, redlock.ErrNotObtained), errors.As(err, &qe) && qe.Granted == 0)
+	fmt.Println("unlock:", first.Unlock(ctx))
+	// Output:
+	// first: <nil> 1
+	// second: true true
+	// unlock: <nil>
+}
