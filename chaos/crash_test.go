@@ -10,17 +10,24 @@ import (
 )
 
 // contend starts nClients independent clients (each with its own redis
-// clients) × goroutines holders on key "k" of lab.
+// clients) over lab and returns holders for key "k": goroutines per client.
 func contend(t *testing.T, lab *redislab.Lab, nClients, goroutines int, opts ...redlock.Option) *contention {
 	t.Helper()
-	w := &contention{rec: chaos.NewRecorder(), goroutines: goroutines, key: "k", maxWork: 20 * time.Millisecond}
-	// Short retry delays: more handoffs per second, so more chances to
-	// catch an overlap.
-	opts = append([]redlock.Option{redlock.WithRetryDelay(time.Millisecond, 10*time.Millisecond)}, opts...)
+	var clients []*redlock.Client
 	for range nClients {
-		w.clients = append(w.clients, newClient(t, lab.Clients(t), opts...))
+		clients = append(clients, newClient(t, lab.Clients(t), retryFast))
 	}
-	return w
+	return newContention(clients, goroutines, opts...)
+}
+
+// retryFast shortens the delays between attempts: more handoffs per second,
+// so more chances to catch an overlap.
+var retryFast = redlock.WithRetryDelay(time.Millisecond, 10*time.Millisecond)
+
+// newContention returns holders of clients on key "k", each Lock with opts.
+func newContention(clients []*redlock.Client, goroutines int, opts ...redlock.Option) *contention {
+	return &contention{rec: chaos.NewRecorder(), clients: clients, goroutines: goroutines,
+		key: "k", maxWork: 5 * time.Millisecond, opts: opts}
 }
 
 // requireSafe fails t unless the report shows holds after the fault, no
@@ -32,6 +39,14 @@ func requireSafe(t *testing.T, rep chaos.Report, after int) {
 	}
 	if after == 0 {
 		t.Errorf("no acquisition after the fault: service did not resume")
+	}
+}
+
+// requireToldInTime fails t unless every signalled loss came before Until().
+func requireToldInTime(t *testing.T, rep chaos.Report) {
+	t.Helper()
+	if rep.Losses > 0 && rep.WorstMargin <= 0 {
+		t.Errorf("a loss was signalled %v after Until(), want before", -rep.WorstMargin)
 	}
 }
 
@@ -49,7 +64,10 @@ func TestCrashDelayedEmptyRestart(t *testing.T) {
 	pause(ctx, ttl+ttl/2) // down for more than the maximum TTL
 	restart(t, lab, true, 0)
 	back := w.rec.Now()
-	pause(ctx, 700*time.Millisecond)
+	w.waitResumed(t, back, "the empty restart")
+	w.waitHeld(t)
+	kill(t, lab, 1, 2) // the restarted master is now needed for every majority
+	pause(ctx, ttl)
 	stop()
 	rep := report(t, w.rec)
 	requireSafe(t, rep, holdsSince(w.rec, back))

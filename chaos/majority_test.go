@@ -1,13 +1,10 @@
 package chaos_test
 
 import (
-	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/chaos"
-	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
 // While three masters of five are down, no acquisition succeeds; a holder
@@ -17,15 +14,7 @@ func TestMajorityLoss(t *testing.T) {
 	lab := startLab(t, 5)
 	w := contend(t, lab, 2, 2)
 	ctx := testCtx(t, time.Minute)
-	long := newClient(t, lab.Clients(t), redlock.WithAutoRenew(true))
-	held, err := long.Lock(ctx, "long")
-	if err != nil {
-		t.Fatalf("Lock long: %v", err)
-	}
-	longDone := make(chan error, 1)
-	go func() { // holds "long" until told it was lost
-		longDone <- w.rec.Hold(ctx, "long", held, func(ctx context.Context) { <-ctx.Done() })
-	}()
+	long := longHold(t, ctx, w.rec, newClient(t, lab.Clients(t)))
 	stop := w.start(t, 3)
 	pause(ctx, 200*time.Millisecond)
 	w.waitHeld(t)
@@ -33,20 +22,11 @@ func TestMajorityLoss(t *testing.T) {
 	// An attempt already in flight may still count a grant made before the
 	// last kill: its acquire and fence rounds end within two node timeouts.
 	down := w.rec.Now() + 2*nodeTimeout
-	select {
-	case err := <-longDone:
-		if !errors.Is(err, redlock.ErrLockLost) {
-			t.Errorf("long hold ended with %v, want ErrLockLost", err)
-		}
-	case <-time.After(2 * ttl):
-		t.Fatalf("no loss signalled to the long holder %v after the majority went down", 2*ttl)
-	}
+	requireLoss(t, long, 2*ttl)
 	pause(ctx, ttl) // the outage goes on: acquisitions keep failing
 	up := w.rec.Now()
 	restart(t, lab, false, 0, 1, 2)
-	waitFor(t, 5*time.Second, "an acquisition after the masters returned", func() bool {
-		return holdsSince(w.rec, up) > 0
-	})
+	w.waitResumed(t, up, "the masters returned")
 	stop()
 	rep := report(t, w.rec)
 	requireSafe(t, rep, holdsSince(w.rec, up))

@@ -20,7 +20,8 @@ import (
 type contention struct {
 	rec        *chaos.Recorder
 	clients    []*redlock.Client
-	goroutines int // per client
+	goroutines int // per client, each looping Lock
+	tryers     int // per client, each looping TryLock (which never queues)
 	key        string
 	maxWork    time.Duration // each hold works a random time in [0, maxWork)
 	opts       []redlock.Option
@@ -42,10 +43,11 @@ func (w *contention) start(t *testing.T, seed uint64) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for ci, c := range w.clients {
-		for g := range w.goroutines {
+		for g := range w.goroutines + w.tryers {
 			rng := rand.New(rand.NewPCG(seed, uint64(ci*1000+g)))
 			name := fmt.Sprintf("c%d/g%d", ci, g)
-			wg.Go(func() { w.holder(ctx, c, name, rng) })
+			try := g >= w.goroutines
+			wg.Go(func() { w.holder(ctx, c, name, rng, try) })
 		}
 	}
 	var once sync.Once
@@ -64,11 +66,9 @@ func (w *contention) start(t *testing.T, seed uint64) (stop func()) {
 	return stop
 }
 
-func (w *contention) holder(ctx context.Context, c *redlock.Client, name string, rng *rand.Rand) {
+func (w *contention) holder(ctx context.Context, c *redlock.Client, name string, rng *rand.Rand, try bool) {
 	for ctx.Err() == nil {
-		actx, cancel := context.WithTimeout(ctx, attemptWait)
-		l, err := c.Lock(actx, w.key, w.opts...)
-		cancel()
+		l, err := w.acquire(ctx, c, try)
 		if err != nil {
 			if !errors.Is(err, redlock.ErrNotObtained) {
 				w.fail(fmt.Errorf("%s: Lock: %w", name, err))
@@ -92,6 +92,21 @@ func (w *contention) holder(ctx context.Context, c *redlock.Client, name string,
 	}
 }
 
+// acquire makes one Lock call bounded by attemptWait, or one TryLock
+// after a short pause.
+func (w *contention) acquire(ctx context.Context, c *redlock.Client, try bool) (*redlock.Lock, error) {
+	if try {
+		pause(ctx, tryPace)
+		return c.TryLock(ctx, w.key, w.opts...)
+	}
+	actx, cancel := context.WithTimeout(ctx, attemptWait)
+	defer cancel()
+	return c.Lock(actx, w.key, w.opts...)
+}
+
+// tryPace is the pause before each TryLock of a contention.
+const tryPace = 2 * time.Millisecond
+
 func (w *contention) fail(err error) {
 	w.mu.Lock()
 	w.errs = append(w.errs, err)
@@ -103,6 +118,20 @@ func (w *contention) fail(err error) {
 func (w *contention) waitHeld(t *testing.T) {
 	t.Helper()
 	waitFor(t, 5*time.Second, "a holder inside its critical section", func() bool { return w.held.Load() > 0 })
+}
+
+// waitResumed waits for a hold that started after offset since, when the
+// fault was cleared, and logs how long service took to resume.
+func (w *contention) waitResumed(t *testing.T, since time.Duration, what string) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "an acquisition after "+what, func() bool { return holdsSince(w.rec, since) > 0 })
+	first := w.rec.Now()
+	for _, h := range w.rec.History() {
+		if h.Start >= since {
+			first = min(first, h.Start)
+		}
+	}
+	t.Logf("service resumed %v after %s", (first - since).Round(time.Millisecond), what)
 }
 
 // holdsSince counts the holds that started after offset at.
@@ -124,5 +153,35 @@ func pause(ctx context.Context, d time.Duration) {
 	select {
 	case <-t.C:
 	case <-ctx.Done():
+	}
+}
+
+// longHold acquires key "long" through c with auto-renew on and holds it
+// until the loss is signalled (or ctx ends), recording the hold. The channel
+// yields Unlock's error once the hold is recorded.
+func longHold(t *testing.T, ctx context.Context, rec *chaos.Recorder, c *redlock.Client) <-chan error {
+	t.Helper()
+	l, err := c.Lock(ctx, "long", redlock.WithAutoRenew(true))
+	if err != nil {
+		t.Fatalf("Lock long: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- rec.Hold(ctx, "long", l, func(ctx context.Context) { <-ctx.Done() })
+	}()
+	return done
+}
+
+// requireLoss waits for the long hold to end and fails t unless it ended
+// with ErrLockLost.
+func requireLoss(t *testing.T, done <-chan error, within time.Duration) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if !errors.Is(err, redlock.ErrLockLost) {
+			t.Errorf("long hold ended with %v, want ErrLockLost", err)
+		}
+	case <-time.After(within):
+		t.Fatalf("no loss signalled to the long holder within %v", within)
 	}
 }

@@ -1,0 +1,140 @@
+package chaos_test
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/seed818c56a1/quorumlock/internal/faultproxy"
+)
+
+// Slow masters under contention: one slow but within the node timeout, one
+// whose replies arrive after it (the write landed, the reply is late), one
+// whose requests arrive after it (the write lands after the attempt was
+// given up and undone).
+func TestNetworkLatency(t *testing.T) {
+	lab := startLab(t, 5)
+	m := newMesh(t, lab, 3)
+	w := m.contention(3)
+	ctx := testCtx(t, time.Minute)
+	stop := w.start(t, 4)
+	pause(ctx, 200*time.Millisecond)
+	w.waitHeld(t)
+	m.onNodes(func(p *faultproxy.Proxy) { p.SetLatency(nodeTimeout/5, nodeTimeout/5) }, 0)
+	m.onNodes(func(p *faultproxy.Proxy) { p.SetLatency(0, 3*nodeTimeout) }, 1)
+	m.onNodes(func(p *faultproxy.Proxy) { p.SetLatency(3*nodeTimeout, 0) }, 2)
+	slow := w.rec.Now()
+	pause(ctx, 3*ttl)
+	m.heal()
+	pause(ctx, ttl)
+	stop()
+	rep := report(t, w.rec)
+	requireSafe(t, rep, holdsSince(w.rec, slow))
+}
+
+// Blackholed masters: a minority first (service goes on through the
+// others), then a majority (holders are told before validity ends, nobody
+// acquires), then the network heals and service resumes.
+func TestNetworkBlackhole(t *testing.T) {
+	lab := startLab(t, 5)
+	m := newMesh(t, lab, 3)
+	w := m.contention(3)
+	ctx := testCtx(t, time.Minute)
+	long := longHold(t, ctx, w.rec, m.clients[0])
+	stop := w.start(t, 5)
+	pause(ctx, 200*time.Millisecond)
+	w.waitHeld(t)
+	blackhole := func(p *faultproxy.Proxy) { p.SetBlackhole(true) }
+	m.onNodes(blackhole, 0, 1)
+	minority := w.rec.Now()
+	pause(ctx, 2*ttl)
+	if holdsSince(w.rec, minority) == 0 {
+		t.Errorf("no acquisition while only 2 of 5 masters were blackholed")
+	}
+	w.waitHeld(t)
+	m.onNodes(blackhole, 2)
+	cut := w.rec.Now() + 2*nodeTimeout // attempts in flight may still win
+	requireLoss(t, long, 2*ttl)
+	pause(ctx, ttl)
+	healed := w.rec.Now()
+	m.heal()
+	w.waitResumed(t, healed, "the network healed")
+	stop()
+	rep := report(t, w.rec)
+	requireSafe(t, rep, holdsSince(w.rec, healed))
+	if n := holdsBetween(w.rec, cut, healed); n > 0 {
+		t.Errorf("%d acquisitions while 3 of 5 masters were blackholed, want 0", n)
+	}
+	requireToldInTime(t, rep)
+}
+
+// Lost replies: masters apply every write but their answers vanish. With a
+// minority affected, service goes on and the writes whose replies were
+// lost are undone or expire; with a majority affected, nobody acquires.
+func TestNetworkLostReplies(t *testing.T) {
+	lab := startLab(t, 5)
+	m := newMesh(t, lab, 3)
+	w := m.contention(3)
+	ctx := testCtx(t, time.Minute)
+	long := longHold(t, ctx, w.rec, m.clients[0])
+	stop := w.start(t, 6)
+	pause(ctx, 200*time.Millisecond)
+	w.waitHeld(t)
+	drop := func(p *faultproxy.Proxy) { p.SetDropReplies(true) }
+	m.onNodes(drop, 0, 1)
+	pause(ctx, 2*ttl)
+	m.onNodes(drop, 2)
+	cut := w.rec.Now() + 2*nodeTimeout
+	requireLoss(t, long, 2*ttl)
+	pause(ctx, ttl/2)
+	healed := w.rec.Now()
+	m.heal()
+	w.waitResumed(t, healed, "replies came back")
+	stop()
+	rep := report(t, w.rec)
+	requireSafe(t, rep, holdsSince(w.rec, healed))
+	if n := holdsBetween(w.rec, cut, healed); n > 0 {
+		t.Errorf("%d acquisitions while 3 of 5 masters' replies were lost, want 0", n)
+	}
+	requireToldInTime(t, rep)
+}
+
+// Partitions that split the clients from different minorities: each client
+// reaches its own subset of the masters (client A nodes 0,1,2, client B
+// nodes 2,3,4, client C nodes 0,1,3,4 ...), re-drawn every few hundred
+// milliseconds, mid-lease. Any two majorities share a master, so two
+// clients can never both win.
+func TestNetworkPartitionedClients(t *testing.T) {
+	lab := startLab(t, 5)
+	m := newMesh(t, lab, 3)
+	w := m.contention(1)
+	w.tryers = 1
+	ctx := testCtx(t, time.Minute)
+	long := longHold(t, ctx, w.rec, m.clients[0])
+	stop := w.start(t, 7)
+	rng := rand.New(rand.NewPCG(7, 7))
+	m.reach(0, 0, 1, 2)
+	m.reach(1, 2, 3, 4)
+	m.reach(2, 0, 1, 3, 4)
+	pause(ctx, ttl)
+	m.reach(0, 0, 1) // client A falls into a minority: its long hold is lost
+	requireLoss(t, long, 2*ttl)
+	for range 5 {
+		for c := range m.clients {
+			m.reach(c, randomSubset(rng, 5, 2+rng.IntN(3))...) // 2 to 4 masters
+		}
+		pause(ctx, ttl/2+time.Duration(rng.Int64N(int64(ttl/2))))
+	}
+	healed := w.rec.Now()
+	m.heal()
+	w.waitResumed(t, healed, "the partition healed")
+	stop()
+	rep := report(t, w.rec)
+	requireSafe(t, rep, holdsSince(w.rec, healed))
+	requireToldInTime(t, rep)
+}
+
+// randomSubset returns k distinct indices of [0, n) in random order.
+func randomSubset(rng *rand.Rand, n, k int) []int {
+	return rng.Perm(n)[:k]
+}
