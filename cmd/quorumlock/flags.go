@@ -1,0 +1,109 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/seed818c56a1/quorumlock/redlock"
+)
+
+// flagsMarker marks where a usage text lists its subcommand's flags.
+const flagsMarker = "{{flags}}"
+
+// newFlagSet returns the FlagSet of one subcommand. It prints nothing by
+// itself: parse reports errors and help.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("quorumlock "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// parse parses args into fs. It reports whether the invocation goes on; if
+// not, code is its exit status: 0 after -h (usage on stdout), 2 after a bad
+// flag (the error on stderr, with a pointer to -h).
+func (c *cli) parse(fs *flag.FlagSet, usage string, args []string) (code int, ok bool) {
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, flag.ErrHelp):
+		c.printUsage(fs, usage)
+		return exitOK, false
+	}
+	return c.usageError(fs, err), false
+}
+
+// usageError reports a bad invocation of fs's subcommand on stderr and
+// returns exitUsage.
+func (c *cli) usageError(fs *flag.FlagSet, err error) int {
+	fmt.Fprintf(c.stderr, "%s: %v\nRun '%s -h' for usage.\n", fs.Name(), err, fs.Name())
+	return exitUsage
+}
+
+// printUsage writes usage to stdout with fs's flags in place of flagsMarker.
+func (c *cli) printUsage(fs *flag.FlagSet, usage string) {
+	var b strings.Builder
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	fmt.Fprint(c.stdout, strings.Replace(usage, flagsMarker, b.String(), 1))
+}
+
+// A target names the nodes and the key a subcommand works on.
+type target struct {
+	nodes  string
+	key    string
+	prefix string
+}
+
+// register adds --nodes (default $QUORUMLOCK_NODES) and --prefix to fs, and
+// --key when key is the key's description.
+func (t *target) register(fs *flag.FlagSet, getenv func(string) string, key string) {
+	fs.StringVar(&t.nodes, "nodes", getenv(envNodes),
+		"comma-separated `host:port` or redis:// URLs of independent masters (default $"+envNodes+")")
+	if key != "" {
+		fs.StringVar(&t.key, "key", "", key)
+	}
+	fs.StringVar(&t.prefix, "prefix", redlock.DefaultPrefix, "`prefix` of the keys the lock uses")
+}
+
+// addrs returns the node addresses, or an error if there are none.
+func (t *target) addrs() ([]string, error) {
+	var addrs []string
+	for _, a := range strings.Split(t.nodes, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("no nodes: set --nodes or $%s", envNodes)
+	}
+	return addrs, nil
+}
+
+// check returns the node addresses after checking that a key was given.
+func (t *target) check() ([]string, error) {
+	if t.key == "" {
+		return nil, errors.New("--key is required")
+	}
+	return t.addrs()
+}
+
+// positive returns an error naming flag when d is not positive.
+func positive(flag string, d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("--%s %v must be positive", flag, d)
+	}
+	return nil
+}
+
+// lockKeys returns the lock key and the fencing counter key of key, as the
+// library writes them.
+func lockKeys(prefix, key string) (lock, fence string) {
+	lock = prefix + "{" + key + "}"
+	return lock, lock + ":fence"
+}

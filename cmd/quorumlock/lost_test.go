@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// loopScript prints its background child's pid and "started", then loops
+// until stopped; trap is its SIGTERM handling.
+func loopScript(trap string) string {
+	return trap + `; sleep 30 & echo "bg=$!"; echo started; while :; do sleep 0.05; done`
+}
+
+func TestRunLockLost(t *testing.T) {
+	cases := []struct {
+		name, trap, grace, stdout string
+	}{
+		{"command exits on SIGTERM", `trap 'echo got-term; exit 3' TERM`, "10s", "got-term"},
+		{"command killed after the grace period", `trap '' TERM`, "200ms", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			lab, nodes := startLab(t, 3)
+			lab.RequireControl(t)
+			p := start(t, "", runArgs(nodes, "lost", "--ttl", "1s", "--grace", tc.grace,
+				"--", "sh", "-c", loopScript(tc.trap))...)
+			eventually(t, 10*time.Second, "the command to start", func() bool {
+				return strings.Contains(p.stdout.String(), "started")
+			})
+			for _, n := range lab.Nodes[:2] { // a majority of three
+				if err := n.Kill(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if code := p.wait(t, 15*time.Second); code != exitLockLost {
+				t.Fatalf("status %d, want %d; stderr:\n%s", code, exitLockLost, p.stderr.String())
+			}
+			if !strings.Contains(p.stdout.String(), tc.stdout) || !strings.Contains(p.stderr.String(), "lost") {
+				t.Errorf("stdout %q lacks %q, or stderr %q does not report the loss", p.stdout.String(), tc.stdout, p.stderr.String())
+			}
+			bg := backgroundPid(t, p.stdout.String())
+			eventually(t, 5*time.Second, fmt.Sprintf("the command's background process %d to die", bg), func() bool {
+				return !alive(bg)
+			})
+		})
+	}
+}
+
+func TestRunForwardsSignals(t *testing.T) {
+	_, nodes := startLab(t, 3)
+	p := start(t, "", runArgs(nodes, "signals", "--", "sh", "-c", loopScript(`trap 'echo got-term; exit 5' TERM`))...)
+	eventually(t, 10*time.Second, "the command to start", func() bool {
+		return strings.Contains(p.stdout.String(), "started")
+	})
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t, 10*time.Second); code != 5 || !strings.Contains(p.stdout.String(), "got-term") {
+		t.Errorf("status %d, stdout %q; want 5 and got-term; stderr:\n%s", code, p.stdout.String(), p.stderr.String())
+	}
+	syscall.Kill(backgroundPid(t, p.stdout.String()), syscall.SIGKILL)
+}
+
+func backgroundPid(t *testing.T, stdout string) int {
+	t.Helper()
+	m := regexp.MustCompile(`bg=(\d+)`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no bg= line in %q", stdout)
+	}
+	pid, _ := strconv.Atoi(m[1])
+	return pid
+}
+
+// alive reports whether pid runs: it exists and is not a zombie.
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil // no /proc: a zombie counts as alive
+	}
+	_, after, _ := strings.Cut(string(stat), ") ")
+	return !strings.HasPrefix(after, "Z")
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+)
+
+// bin is the quorumlock binary the tests run, built once by binary.
+var bin struct {
+	once sync.Once
+	dir  string // removed by TestMain
+	path string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	redis.SetLogger(quietLog{})
+	code := m.Run()
+	if bin.dir != "" {
+		os.RemoveAll(bin.dir)
+	}
+	if code == 0 {
+		if err := goleak.Find(goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper")); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// binary builds quorumlock once per test run — with the race detector when
+// the tests have it — and returns its path.
+func binary(t *testing.T) string {
+	t.Helper()
+	bin.once.Do(func() {
+		if bin.dir, bin.err = os.MkdirTemp("", "quorumlock-test-"); bin.err != nil {
+			return
+		}
+		bin.path = bin.dir + "/quorumlock"
+		args := []string{"build", "-o", bin.path}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
+		if err != nil {
+			bin.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if bin.err != nil {
+		t.Fatal(bin.err)
+	}
+	return bin.path
+}
+
+// A syncBuffer is a bytes.Buffer that a process writes while a test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A proc is a quorumlock process started by a test.
+type proc struct {
+	cmd            *exec.Cmd
+	stdout, stderr syncBuffer
+	exited         chan struct{}
+}
+
+// start runs the binary with args, stdin as its standard input, and no
+// $QUORUMLOCK_NODES. It is killed in t.Cleanup if still running.
+func start(t *testing.T, stdin string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(binary(t), args...), exited: make(chan struct{})}
+	p.cmd.Stdin = strings.NewReader(stdin)
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	p.cmd.Env = append(os.Environ(), envNodes+"=")
+	if os.Getenv("GORACE") == "" {
+		// A race-enabled binary sleeps a second at exit by default, for
+		// late reports; a report still makes it exit 66, failing the test.
+		p.cmd.Env = append(p.cmd.Env, "GORACE=atexit_sleep_ms=50")
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start quorumlock: %v", err)
+	}
+	go func() {
+		defer close(p.exited)
+		p.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.exited
+	})
+	return p
+}
+
+// wait returns the exit status, failing t if the process runs past timeout.
+func (p *proc) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.exited:
+		return p.cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		t.Fatalf("quorumlock %v still running after %v\nstdout:\n%s\nstderr:\n%s",
+			p.cmd.Args[1:], timeout, p.stdout.String(), p.stderr.String())
+		return -1
+	}
+}
+
+// runBinary runs the binary to completion and returns its status and output.
+func runBinary(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	p := start(t, stdin, args...)
+	code = p.wait(t, 30*time.Second)
+	return code, p.stdout.String(), p.stderr.String()
+}
+
+// eventually fails t unless cond holds within timeout, polling it.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// inProcess runs quorumlock's main in this process with empty stdin and no
+// environment, and returns its status and output.
+func inProcess(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }}
+	code = c.main(args)
+	return code, out.String(), errOut.String()
+}

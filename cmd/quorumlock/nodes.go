@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// Client settings for every node. The library bounds each lock call by its
+// own node timeout whatever these say; they bound dialing and the calls
+// quorumlock makes itself.
+const (
+	dialTimeout = 2 * time.Second
+	ioTimeout   = 2 * time.Second
+	// warmTimeout bounds the PING that opens each node's connection before
+	// the first lock attempt, so that dialing and the handshake do not eat
+	// the first attempt's node timeout.
+	warmTimeout = time.Second
+)
+
+// errBadNode is matched by dial's error for an address it cannot parse.
+var errBadNode = errors.New("bad node address")
+
+// A nodeSet is one redis client per node address, in order.
+type nodeSet struct {
+	addrs   []string
+	clients []*redis.Client
+}
+
+// dial returns clients for addrs (host:port or redis:// URLs). It connects
+// to nothing yet; an unparsable URL is an error.
+func dial(addrs []string) (*nodeSet, error) {
+	ns := &nodeSet{addrs: addrs}
+	for _, a := range addrs {
+		opt, err := nodeOptions(a)
+		if err != nil {
+			ns.close()
+			return nil, fmt.Errorf("%w %q: %w", errBadNode, a, err)
+		}
+		ns.clients = append(ns.clients, redis.NewClient(opt))
+	}
+	return ns, nil
+}
+
+func nodeOptions(addr string) (*redis.Options, error) {
+	opt := &redis.Options{Addr: addr}
+	if strings.Contains(addr, "://") {
+		var err error
+		if opt, err = redis.ParseURL(addr); err != nil {
+			return nil, err
+		}
+	}
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = dialTimeout, ioTimeout, ioTimeout
+	opt.ContextTimeoutEnabled = true
+	// One round trip less per new connection: no maintenance push
+	// notifications (a Redis Enterprise feature), no CLIENT SETINFO.
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	opt.DisableIdentity = true
+	return opt, nil
+}
+
+// universal returns the clients as the library takes them.
+func (ns *nodeSet) universal() []redis.UniversalClient {
+	out := make([]redis.UniversalClient, len(ns.clients))
+	for i, c := range ns.clients {
+		out[i] = c
+	}
+	return out
+}
+
+// warm opens one connection to every node in parallel, each under
+// warmTimeout, and ignores failures: the lock's quorum decides.
+func (ns *nodeSet) warm(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, c := range ns.clients {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, warmTimeout)
+			defer cancel()
+			c.Ping(ctx)
+		})
+	}
+	wg.Wait()
+}
+
+func (ns *nodeSet) close() {
+	for _, c := range ns.clients {
+		c.Close()
+	}
+}
