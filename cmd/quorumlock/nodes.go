@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -57,6 +58,9 @@ func nodeOptions(addr string) (*redis.Options, error) {
 		}
 	}
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = dialTimeout, ioTimeout, ioTimeout
+	// A refused dial fails at once: the quorum, not the pool, copes with a
+	// dead node (go-redis would retry five times, 100 ms apart).
+	opt.DialerRetries = 1
 	opt.ContextTimeoutEnabled = true
 	// One round trip less per new connection: no maintenance push
 	// notifications (a Redis Enterprise feature), no CLIENT SETINFO.
@@ -72,6 +76,24 @@ func (ns *nodeSet) universal() []redis.UniversalClient {
 		out[i] = c
 	}
 	return out
+}
+
+// reachable pings every node in parallel, each under warmTimeout, and
+// returns how many answered.
+func (ns *nodeSet) reachable(ctx context.Context) int {
+	var wg sync.WaitGroup
+	var n atomic.Int64
+	for _, c := range ns.clients {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, warmTimeout)
+			defer cancel()
+			if c.Ping(ctx).Err() == nil {
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(n.Load())
 }
 
 // warm opens one connection to every node in parallel, each under

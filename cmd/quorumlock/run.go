@@ -115,7 +115,7 @@ func (c *cli) acquire(client *redlock.Client, ns *nodeSet, f *runFlags, sigs <-c
 	}
 	if err != nil {
 		fmt.Fprintf(c.stderr, "quorumlock: lock %q not obtained (waited %v): %v\n", f.key, f.wait, err)
-		return nil, notObtainedStatus(err)
+		return nil, notObtainedStatus(context.WithoutCancel(ctx), ns, err)
 	}
 	return l, exitOK
 }
@@ -130,26 +130,22 @@ func tryOrWait(ctx context.Context, client *redlock.Client, f *runFlags) (*redlo
 	return client.Lock(ctx, f.key)
 }
 
-// notObtainedStatus tells a lock held elsewhere (some node refused it) from
-// nodes that did not answer, by the last attempt's votes.
-func notObtainedStatus(err error) int {
-	var qe *redlock.QuorumError
-	if !errors.As(err, &qe) {
-		if errors.Is(err, redlock.ErrNotObtained) {
-			return exitTempFail
-		}
+// notObtainedStatus tells a lock held elsewhere from nodes that do not
+// answer: by the last attempt's refusals, or else by pinging the nodes
+// (the last attempt may have been cut short by the end of --wait).
+func notObtainedStatus(ctx context.Context, ns *nodeSet, err error) int {
+	if !errors.Is(err, redlock.ErrNotObtained) {
 		return exitInternal
 	}
-	var refused, granted int
-	for _, v := range qe.Votes {
-		switch v.Outcome {
-		case quorum.Refused:
-			refused++
-		case quorum.Granted:
-			granted++
+	var qe *redlock.QuorumError
+	if errors.As(err, &qe) {
+		for _, v := range qe.Votes {
+			if v.Outcome == quorum.Refused {
+				return exitTempFail
+			}
 		}
 	}
-	if refused == 0 && granted < qe.Need {
+	if ns.reachable(ctx) < len(ns.clients)/2+1 {
 		return exitUnavailable
 	}
 	return exitTempFail

@@ -171,3 +171,19 @@ func startWaiter(t *testing.T, lab *redislab.Lab, args []string) *proc {
 	}
 	return p
 }
+
+func TestRunUnavailable(t *testing.T) {
+	lab, nodes := startLab(t, 3)
+	lab.RequireControl(t)
+	for _, n := range lab.Nodes[1:] {
+		if err := n.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, wait := range []string{"0s", "300ms"} {
+		code, _, stderr := runBinary(t, "", runArgs(nodes, "down", "--wait", wait, "--", "true")...)
+		if code != exitUnavailable || !strings.Contains(stderr, "not obtained") {
+			t.Errorf("--wait %s: status %d, stderr %q; want %d", wait, code, stderr, exitUnavailable)
+		}
+	}
+}
