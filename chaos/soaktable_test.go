@@ -1,0 +1,96 @@
+package chaos_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/seed818c56a1/quorumlock/chaos"
+)
+
+// A tally is the soak's figures for one kind of fault.
+type tally struct {
+	episodes, acquisitions, overlaps, regressions, losses int
+	faultTime, worstMargin                                time.Duration
+}
+
+// noFault names the time between episodes.
+const noFault = "none (between episodes)"
+
+// table returns the soak's figures per kind of fault, as Markdown table rows.
+// An acquisition counts for the fault in force when it started, an overlap
+// or regression for the fault in force when its second hold started, and a
+// loss for the fault in force when it was signalled or up to one TTL before
+// (a lease outlives the fault that dooms it by up to one TTL).
+func (s *soak) table(history []chaos.Hold) []string {
+	rep := chaos.Check(history)
+	tallies := map[string]*tally{}
+	get := func(kind string) *tally {
+		if tallies[kind] == nil {
+			tallies[kind] = &tally{}
+		}
+		return tallies[kind]
+	}
+	for _, e := range s.episodes {
+		get(e.kind).episodes++
+		get(e.kind).faultTime += e.to - e.from
+	}
+	for _, h := range history {
+		get(s.kindAt(h.Start, 0)).acquisitions++
+		if h.Lost {
+			tl, margin := get(s.kindAt(h.LossAt, ttl)), h.Until-h.LossAt
+			if tl.losses == 0 || margin < tl.worstMargin {
+				tl.worstMargin = margin
+			}
+			tl.losses++
+		}
+	}
+	for _, o := range rep.Overlaps {
+		get(s.kindAt(o.Second.Start, 0)).overlaps++
+	}
+	for _, g := range rep.Regressions {
+		get(s.kindAt(g.Next.Start, 0)).regressions++
+	}
+	rows := []string{
+		"| fault | episodes | fault time | acquisitions | overlaps | token regressions | losses signalled | worst loss-signal margin |",
+		"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+	}
+	for _, kind := range append(faultKinds(), noFault) {
+		if tl := tallies[kind]; tl != nil {
+			rows = append(rows, tl.row(kind))
+		}
+	}
+	total := &tally{acquisitions: rep.Acquisitions, overlaps: len(rep.Overlaps), regressions: len(rep.Regressions),
+		losses: rep.Losses, worstMargin: rep.WorstMargin, episodes: len(s.episodes)}
+	for _, e := range s.episodes {
+		total.faultTime += e.to - e.from
+	}
+	return append(rows, total.row("**all**"))
+}
+
+// kindAt returns the kind of the episode in force at offset at, or up to
+// grace after its end; noFault if none.
+func (s *soak) kindAt(at, grace time.Duration) string {
+	for i := len(s.episodes) - 1; i >= 0; i-- {
+		if e := s.episodes[i]; e.from <= at && at < e.to+grace {
+			return e.kind
+		}
+	}
+	return noFault
+}
+
+func (tl *tally) row(kind string) string {
+	margin := "n/a"
+	if tl.losses > 0 {
+		margin = tl.worstMargin.Round(100 * time.Microsecond).String()
+	}
+	return fmt.Sprintf("| %s | %d | %v | %d | %d | %d | %d | %s |", kind, tl.episodes,
+		tl.faultTime.Round(time.Second), tl.acquisitions, tl.overlaps, tl.regressions, tl.losses, margin)
+}
+
+func faultKinds() []string {
+	kinds := make([]string, len(faults))
+	for i, f := range faults {
+		kinds[i] = f.kind
+	}
+	return kinds
+}
