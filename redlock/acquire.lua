@@ -5,9 +5,10 @@
 -- KEYS[3] the waiters' queue: a sorted set of owners by ticket (first attempt time)
 -- KEYS[4] the waiters' leases: a sorted set of owners by lease end (server ms)
 -- ARGV[1] owner, ARGV[2] hold id, ARGV[3] TTL in ms,
--- ARGV[4] ticket ("" for a one-shot attempt, which never queues), ARGV[5] queue lease in ms
--- Returns {1, fencing token} when granted; {0, remaining TTL in ms} when refused
--- (0 when the lock is free but a waiter is ahead).
+-- ARGV[4] ticket ("" for a one-shot attempt, which never queues), ARGV[5] queue lease in ms,
+-- ARGV[6] "1" to report the node's run_id and uptime with a fresh grant (restart detection)
+-- Returns {1, fencing token[, uptime in s, run_id]} when granted; {0, remaining
+-- TTL in ms} when refused (0 when the lock is free but a waiter is ahead).
 local owner = redis.call('HGET', KEYS[1], 'owner')
 local hold = 'h:' .. ARGV[2]
 local queued = redis.call('EXISTS', KEYS[3]) == 1
@@ -62,7 +63,20 @@ if not owner then
   redis.call('HSET', KEYS[1], 'owner', ARGV[1], hold, 1)
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   leave()
-  return {1, redis.call('INCR', KEYS[2])}
+  local token = redis.call('INCR', KEYS[2])
+  if ARGV[6] == '1' then
+    -- A node restarted without its data may grant a key that a holder still
+    -- holds elsewhere: the client compares run_ids and uptimes.
+    -- (Servers whose scripts cannot call INFO server just skip detection.)
+    local info = redis.pcall('INFO', 'server')
+    if type(info) == 'string' then
+      local uptime, run_id = string.match(info, 'uptime_in_seconds:(%d+)'), string.match(info, 'run_id:(%x+)')
+      if uptime and run_id then
+        return {1, token, tonumber(uptime), run_id}
+      end
+    end
+  end
+  return {1, token}
 end
 
 wait_in_line()

@@ -3,7 +3,7 @@ package redlock
 import (
 	"context"
 	"crypto/rand"
-	"errors"
+	"fmt"
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/clock"
@@ -17,27 +17,30 @@ import (
 func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *config, id identity, ticket string) (*Lock, time.Duration, error) {
 	id.hold = rand.Text() // a new hold per attempt: undoing this one never undoes the next
 	decided := make(chan struct{})
-	var failed bool
+	var l *Lock
 	r := round[int64](c, cfg)
 	r.Late = func(n int, v quorum.Vote[int64]) {
 		<-decided
-		if failed && v.Outcome != quorum.Refused {
-			c.releaseOn(context.Background(), n, ks, id, false, 0)
-		}
+		switch {
+		case v.Outcome == quorum.Refused:
+		case l == nil: // the attempt failed: undo its late write
+			c.releaseOn(context.Background(), n, ks, id, undoHold, 0)
+		case l.isReleased(): // Unlock may have reached n before this grant did
+			c.releaseOn(context.Background(), n, ks, id, l.releaseKind(), l.token)
+		} // otherwise the grant is part of the held lock, and Unlock will release it
 	}
 	start := cfg.clock.Now()
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[int64] {
-		return acquireVote(c.run(ctx, n, acquireScript, ks.acquireKeys(),
-			id.owner, id.hold, cfg.ttl.Milliseconds(), ticket, cfg.queueLease().Milliseconds()).Int64Slice())
+		reply, err := c.run(ctx, n, acquireScript, ks.acquireKeys(), id.owner, id.hold,
+			cfg.ttl.Milliseconds(), ticket, cfg.queueLease().Milliseconds(), cfg.detectRestarts()).Slice()
+		return c.acquireVote(n, cfg, reply, err)
 	})
 	until := clock.Validity(start, cfg.ttl, cfg.driftFactor)
-	var l *Lock
 	if t.Won() && cfg.clock.Now().Before(until) {
 		if token, ok := c.fence(ctx, cfg, ks, &t); ok && cfg.clock.Now().Before(until) {
 			l = c.newLock(key, ks, cfg, id, token, until)
 		}
 	}
-	failed = l == nil
 	close(decided)
 	if l != nil {
 		if t.Count(quorum.Granted) < len(t.Votes) {
@@ -54,16 +57,35 @@ func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *confi
 	return nil, retryHint(&t), quorumError(c, "lock", key, ErrNotObtained, &t)
 }
 
-func acquireVote(reply []int64, err error) quorum.Vote[int64] {
-	switch {
-	case err != nil:
+// acquireVote reads node n's reply to acquire.lua.
+func (c *Client) acquireVote(n int, cfg *config, reply []any, err error) quorum.Vote[int64] {
+	if err != nil {
 		return quorum.Vote[int64]{Outcome: quorum.Failed, Err: err}
-	case len(reply) != 2:
-		return quorum.Vote[int64]{Outcome: quorum.Failed, Err: errors.New("redlock: unexpected reply to acquire")}
-	case reply[0] == 1:
-		return quorum.Vote[int64]{Outcome: quorum.Granted, Value: reply[1]}
 	}
-	return quorum.Vote[int64]{Outcome: quorum.Refused, Value: reply[1]}
+	granted, ok1 := replyInt(reply, 0)
+	value, ok2 := replyInt(reply, 1)
+	if !ok1 || !ok2 {
+		return quorum.Vote[int64]{Outcome: quorum.Failed, Err: fmt.Errorf("redlock: unexpected reply to acquire: %v", reply)}
+	}
+	if granted != 1 {
+		return quorum.Vote[int64]{Outcome: quorum.Refused, Value: value}
+	}
+	if uptime, ok := replyInt(reply, 2); ok && len(reply) > 3 {
+		runID, _ := reply[3].(string)
+		if err := c.nodes[n].checkRestart(runID, time.Duration(uptime)*time.Second, cfg.restartGuard()); err != nil {
+			// Not counted; like any failure, undone if the attempt fails.
+			return quorum.Vote[int64]{Outcome: quorum.Failed, Value: value, Err: err}
+		}
+	}
+	return quorum.Vote[int64]{Outcome: quorum.Granted, Value: value}
+}
+
+func replyInt(reply []any, i int) (int64, bool) {
+	if i >= len(reply) {
+		return 0, false
+	}
+	v, ok := reply[i].(int64)
+	return v, ok
 }
 
 // retryHint is the shortest remaining lease among the refusals.

@@ -2,11 +2,13 @@ package redlock
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/quorum"
@@ -18,7 +20,7 @@ import (
 // A Client is safe for concurrent use and must not be copied. It never closes
 // the redis clients it was given.
 type Client struct {
-	nodes []node
+	nodes []*node
 	cfg   config
 
 	bell bell
@@ -33,6 +35,29 @@ type Client struct {
 type node struct {
 	rdb  redis.UniversalClient
 	addr string // "" when the client type exposes none
+
+	mu        sync.Mutex
+	runID     string // as last seen in a grant; "" before the first
+	restarted bool   // the run_id changed, and the node is younger than the guard
+}
+
+// checkRestart records the run_id a grant came with and returns
+// ErrNodeRestarted if the node restarted since this Client last heard from it
+// and has been up for less than guard: it may have lost keys that holders
+// still count on. A Client that first hears from a node after its restart
+// cannot tell.
+func (n *node) checkRestart(runID string, uptime, guard time.Duration) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if runID != "" && runID != n.runID {
+		n.restarted = n.runID != ""
+		n.runID = runID
+	}
+	if n.restarted && uptime < guard {
+		return fmt.Errorf("%w (up %v of %v)", ErrNodeRestarted, uptime, guard)
+	}
+	n.restarted = false
+	return nil
 }
 
 // New returns a Client over nodes, which must be independent masters: not
@@ -50,13 +75,13 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, nodes: make([]node, len(nodes)), locks: map[*Lock]struct{}{}, done: make(chan struct{})}
+	c := &Client{cfg: cfg, nodes: make([]*node, len(nodes)), locks: map[*Lock]struct{}{}, done: make(chan struct{})}
 	c.bell = bell{c: c, waiters: map[string]map[chan struct{}]string{}}
 	for i, rdb := range nodes {
 		if isNil(rdb) {
 			return nil, invalid("node %d is nil", i)
 		}
-		c.nodes[i] = node{rdb: rdb, addr: addrOf(rdb)}
+		c.nodes[i] = &node{rdb: rdb, addr: addrOf(rdb)}
 		for j := range i {
 			if nodes[j] == rdb || (c.nodes[i].addr != "" && c.nodes[j].addr == c.nodes[i].addr) {
 				return nil, invalid("nodes %d and %d are the same master (%s): the quorum needs independent masters", j, i, c.nodes[i].addr)

@@ -30,6 +30,12 @@ var (
 	// the locks that were still held when it closed.
 	ErrClosed = errors.New("redlock: client closed")
 
+	// ErrNodeRestarted is the error of a node's vote, within a *QuorumError,
+	// when the node granted but started less than the restart guard ago
+	// (WithRestartGuard): it may have lost a lock that a holder still holds,
+	// so its grant is not counted.
+	ErrNodeRestarted = errors.New("redlock: node restarted within the restart guard; grant not counted")
+
 	// ErrInvalid is matched by every error that refuses bad input to New,
 	// Lock, TryLock or Do; nothing is changed and nothing is sent.
 	ErrInvalid = errors.New("redlock: invalid argument")

@@ -162,7 +162,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if !l.finish(ErrNotHeld, true) {
 		return ErrNotHeld
 	}
-	t := l.c.release(ctx, &l.cfg, &l.ks, l.id, !l.id.reentrant, l.token)
+	t := l.c.release(ctx, &l.cfg, &l.ks, l.id, l.releaseKind(), l.token)
 	switch {
 	case prior != nil:
 		return prior // already reported as lost; the release above only cleans up
@@ -172,6 +172,21 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return nil
 	}
 	return quorumError(l.c, "unlock", l.key, nil, &t)
+}
+
+// releaseKind is what Unlock asks of the nodes: a reentrant owner's hold is
+// dropped, any other lock deleted.
+func (l *Lock) releaseKind() releaseKind {
+	if l.id.reentrant {
+		return unlockHold
+	}
+	return unlockLock
+}
+
+func (l *Lock) isReleased() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.released
 }
 
 // finish ends the lock with cause, once: Done closes, timers stop. With

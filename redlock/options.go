@@ -80,6 +80,19 @@ func WithOwner(owner string) Option {
 	return func(c *config) { c.owner, c.ownerSet = owner, true }
 }
 
+// WithRestartGuard sets how long after a node starts its grants are not
+// counted. A master that crashes and restarts at once without its data
+// (no appendfsync always) may grant a key that a holder still holds on other
+// nodes; not counting it until every lease it could have granted before has
+// run out keeps such restarts safe. d must cover the longest TTL any client
+// of these masters uses; 0 turns detection off (for masters with
+// appendfsync always, where a restart keeps the keys). By default the guard
+// is the acquisition's own TTL. Detection asks the node for its uptime with
+// each fresh grant (INFO server inside the acquire script).
+func WithRestartGuard(d time.Duration) Option {
+	return func(c *config) { c.guardWindow, c.guardSet = d, true }
+}
+
 // WithClock sets the clock used for validity and timers; tests pass a
 // *clock.Fake. Default clock.Real().
 func WithClock(k clock.Clock) Option { return func(c *config) { c.clock = k } }
@@ -93,6 +106,8 @@ type config struct {
 	clock                     clock.Clock
 	owner                     string
 	ownerSet                  bool
+	guardWindow               time.Duration
+	guardSet                  bool
 }
 
 func defaults() config {
@@ -134,6 +149,8 @@ func (c *config) validate() error {
 		return invalid("nil clock")
 	case c.ownerSet && c.owner == "":
 		return invalid("empty owner")
+	case c.guardSet && c.guardWindow < 0:
+		return invalid("restart guard %v must not be negative", c.guardWindow)
 	}
 	return nil
 }
@@ -153,3 +170,20 @@ func (c *config) renewRetry() time.Duration { return max(c.ttl/10, c.nodeTimeout
 // attempt: several of the longest retry delays, so that only a waiter that
 // gave up or crashed loses it.
 func (c *config) queueLease() time.Duration { return 5*c.retryMax + c.nodeTimeout + time.Millisecond }
+
+// restartGuard is the restart detection window: WithRestartGuard's, else the
+// TTL. Zero means off.
+func (c *config) restartGuard() time.Duration {
+	if c.guardSet {
+		return c.guardWindow
+	}
+	return c.ttl
+}
+
+// detectRestarts is acquire.lua's ARGV[6].
+func (c *config) detectRestarts() string {
+	if c.restartGuard() > 0 {
+		return "1"
+	}
+	return "0"
+}

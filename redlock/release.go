@@ -6,15 +6,23 @@ import (
 	"github.com/seed818c56a1/quorumlock/quorum"
 )
 
+// A releaseKind says what release.lua is asked to do.
+type releaseKind int
+
+const (
+	unlockLock releaseKind = iota // Unlock: delete the lock, announce it to the waiters
+	unlockHold                    // Unlock of a reentrant hold: drop it; announce if that frees the lock
+	undoHold                      // a failed attempt: drop its hold, silently — its own waiter would wake
+)
+
 // release undoes a holding on every node, in parallel, each call under the
-// node timeout, detached from ctx's cancellation. whole releases the lock;
-// otherwise only id.hold is dropped (the lock is freed when no hold is left).
-// token, when positive, is raised onto every answering node's counter.
-func (c *Client) release(ctx context.Context, cfg *config, ks *keyset, id identity, whole bool, token int64) quorum.Tally[int64] {
+// node timeout, detached from ctx's cancellation. token, when positive, is
+// raised onto every answering node's counter.
+func (c *Client) release(ctx context.Context, cfg *config, ks *keyset, id identity, kind releaseKind, token int64) quorum.Tally[int64] {
 	r := round[int64](c, cfg)
 	r.Decided = func(t *quorum.Tally[int64]) bool { return t.Won() || t.Count(quorum.Refused) >= t.Need }
 	return r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[int64] {
-		return releaseVote(c.releaseOn(ctx, n, ks, id, whole, token))
+		return releaseVote(c.releaseOn(ctx, n, ks, id, kind, token))
 	})
 }
 
@@ -28,16 +36,20 @@ func (c *Client) undo(ctx context.Context, cfg *config, ks *keyset, id identity,
 		if t.Votes[n].Outcome == quorum.Refused {
 			return quorum.Vote[int64]{Outcome: quorum.Refused}
 		}
-		return releaseVote(c.releaseOn(ctx, n, ks, id, false, 0))
+		return releaseVote(c.releaseOn(ctx, n, ks, id, undoHold, 0))
 	})
 }
 
-func (c *Client) releaseOn(ctx context.Context, n int, ks *keyset, id identity, whole bool, token int64) (int64, error) {
-	mode := "0"
-	if whole {
-		mode = "1"
+// releaseOn runs release.lua on node n.
+func (c *Client) releaseOn(ctx context.Context, n int, ks *keyset, id identity, kind releaseKind, token int64) (int64, error) {
+	mode, channel := "0", ""
+	switch kind {
+	case unlockLock:
+		mode, channel = "1", ks.channel
+	case unlockHold:
+		channel = ks.channel
 	}
-	return c.run(ctx, n, releaseScript, []string{ks.lock, ks.fence, ks.queue}, id.owner, id.hold, mode, ks.channel, token).Int64()
+	return c.run(ctx, n, releaseScript, []string{ks.lock, ks.fence, ks.queue}, id.owner, id.hold, mode, channel, token).Int64()
 }
 
 func releaseVote(reply int64, err error) quorum.Vote[int64] {

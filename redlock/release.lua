@@ -2,8 +2,9 @@
 -- KEYS[1] the lock, KEYS[2] the fencing counter, KEYS[3] the waiters' queue.
 -- ARGV[1] owner, ARGV[2] hold id, ARGV[3] "1" to release the whole lock, "0"
 -- to drop only this hold (the lock is deleted when no hold is left),
--- ARGV[4] the channel to announce a freed lock on (the message names the
--- first waiter in line, so that only it need wake; "" if none), ARGV[5] the holding's
+-- ARGV[4] the channel to announce a freed lock on, when waiters are queued
+-- (the message names the first in line, so that only it need wake); "" not
+-- to announce (undoing a failed attempt must not wake its own waiter), ARGV[5] the holding's
 -- fencing token: every node that answers raises its counter to it, so that
 -- a node restarted empty later cannot hand out a smaller one.
 -- Returns 1 when our hold was there and the lock is now free, 2 when our hold
@@ -22,5 +23,10 @@ if ARGV[3] ~= '1' then
   end
 end
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[4], redis.call('ZRANGE', KEYS[3], 0, 0)[1] or '')
+if ARGV[4] ~= '' then
+  local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+  if first then
+    redis.call('PUBLISH', ARGV[4], first)
+  end
+end
 return 1
