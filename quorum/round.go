@@ -28,9 +28,10 @@ type Round[T any] struct {
 	// Go starts a goroutine for each call; nil means the go statement. A
 	// caller that must know when abandoned calls end supplies its own.
 	Go func(func())
-	// Late, when set, receives each vote that arrives after Run returned —
+	// Late, when set, receives each vote that arrives after Run decided —
 	// including the real answer of a call that was counted as timed out.
-	// It runs on the call's goroutine.
+	// It runs on the call's goroutine, or, for an answer that arrived just as
+	// Run was deciding, on a goroutine started through Go.
 	Late func(node int, v Vote[T])
 }
 
