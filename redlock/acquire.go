@@ -29,9 +29,23 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(err, ErrNotObtained)
 	}
+	ctx, done := c.observe(ctx, key, false)
 	ks := newKeyset(cfg.prefix, key)
 	l, _, err := c.attempt(ctx, key, &ks, &cfg, cfg.identity(), "")
+	done(l, err)
 	return l, err
+}
+
+// observe tells the observers that an acquisition of key begins, and
+// returns the function that tells them how it ended.
+func (c *Client) observe(ctx context.Context, key string, wait bool) (context.Context, func(*Lock, error)) {
+	obs := c.cfg.observers
+	if len(obs) == 0 {
+		return ctx, func(*Lock, error) {}
+	}
+	start := c.cfg.clock.Now()
+	ctx = obs.acquireStart(ctx, key, wait)
+	return ctx, func(l *Lock, err error) { obs.acquireDone(ctx, key, l, c.cfg.clock.Since(start), err) }
 }
 
 // Lock acquires key, waiting until it succeeds or ctx ends; when ctx has no
@@ -59,7 +73,10 @@ func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, e
 		ctx, cancel = context.WithTimeout(ctx, cfg.maxWait)
 		defer cancel()
 	}
-	return c.wait(ctx, key, &cfg)
+	ctx, done := c.observe(ctx, key, true)
+	l, err := c.wait(ctx, key, &cfg)
+	done(l, err)
+	return l, err
 }
 
 func (c *Client) wait(ctx context.Context, key string, cfg *config) (*Lock, error) {

@@ -36,6 +36,7 @@ func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *confi
 		return c.acquireVote(n, cfg, reply, err)
 	})
 	until := clock.Validity(start, cfg.ttl, cfg.driftFactor)
+	nodeFailures(c, "lock", key, &t)
 	if t.Won() && cfg.clock.Now().Before(until) {
 		if token, ok := c.fence(ctx, cfg, ks, &t); ok && cfg.clock.Now().Before(until) {
 			l = c.newLock(key, ks, cfg, id, token, until)

@@ -75,6 +75,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.perCall = true
 	c := &Client{cfg: cfg, nodes: make([]*node, len(nodes)), locks: map[*Lock]struct{}{}, done: make(chan struct{})}
 	c.bell = bell{c: c, waiters: map[string]map[chan struct{}]string{}}
 	for i, rdb := range nodes {

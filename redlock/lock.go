@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -120,6 +121,7 @@ func (l *Lock) extend(ctx context.Context) error {
 		return boolVote(ok, err)
 	})
 	until := clock.Validity(start, l.cfg.ttl, l.cfg.driftFactor)
+	nodeFailures(l.c, "extend", l.key, &t)
 	switch {
 	case t.Won() && clk.Now().Before(until):
 		l.setUntil(until)
@@ -163,6 +165,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	t := l.c.release(ctx, &l.cfg, &l.ks, l.id, l.releaseKind(), l.token)
+	nodeFailures(l.c, "unlock", l.key, &t)
 	switch {
 	case prior != nil:
 		return prior // already reported as lost; the release above only cleans up
@@ -194,12 +197,13 @@ func (l *Lock) isReleased() bool {
 // was (or, without release, if the lock had already ended).
 func (l *Lock) finish(cause error, release bool) bool {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.released || (!release && l.ended) {
+		l.mu.Unlock()
 		return false
 	}
 	l.released = l.released || release
-	if !l.ended {
+	ending := !l.ended
+	if ending {
 		l.ended = true
 		l.expiry.Stop()
 		if l.renewal != nil {
@@ -207,6 +211,10 @@ func (l *Lock) finish(cause error, release bool) bool {
 		}
 		l.end(cause)
 		l.c.forget(l)
+	}
+	l.mu.Unlock()
+	if ending && errors.Is(cause, ErrLockLost) {
+		l.cfg.observers.lost(l.key, cause)
 	}
 	return true
 }

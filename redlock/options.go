@@ -108,6 +108,17 @@ type config struct {
 	ownerSet                  bool
 	guardWindow               time.Duration
 	guardSet                  bool
+	observers                 observers // the Client's; never changed per call
+	perCall                   bool      // set on a Client's stored config: options now apply to one call
+}
+
+func hasNil(os observers) bool {
+	for _, o := range os {
+		if o == nil {
+			return true
+		}
+	}
+	return false
 }
 
 func defaults() config {
@@ -120,13 +131,18 @@ func defaults() config {
 }
 
 // with returns a copy of c with opts applied, or an error if the result is
-// not a usable configuration.
+// not a usable configuration. Observers are the Client's: a per-call option
+// that adds one is refused.
 func (c config) with(opts []Option) (config, error) {
+	before := len(c.observers)
 	for _, o := range opts {
 		if o == nil {
 			return c, invalid("nil Option")
 		}
 		o(&c)
+	}
+	if c.perCall && len(c.observers) != before {
+		return c, invalid("WithObserver and WithLogger are options of New, not of one call")
 	}
 	return c, c.validate()
 }
@@ -149,6 +165,8 @@ func (c *config) validate() error {
 		return invalid("nil clock")
 	case c.ownerSet && c.owner == "":
 		return invalid("empty owner")
+	case hasNil(c.observers):
+		return invalid("nil Observer or Logger")
 	case c.guardSet && c.guardWindow < 0:
 		return invalid("restart guard %v must not be negative", c.guardWindow)
 	}

@@ -17,6 +17,9 @@ func (l *Lock) renew() {
 	l.op.Lock()
 	defer l.op.Unlock()
 	err := l.extend(context.Background())
+	if !errors.Is(err, ErrNotHeld) && !errors.Is(err, ErrClosed) { // not a renewal: the lock had ended
+		l.cfg.observers.renewed(l.key, err)
+	}
 	switch {
 	case err == nil:
 		l.rearm(l.cfg.renewEvery())
