@@ -28,6 +28,7 @@ type Report struct {
 	Overlaps     []Overlap
 	Regressions  []Regression
 	Losses       int // holds whose loss the library signalled
+	Late         int // of those, signalled at or after Until()
 	Unsignalled  int // holds that Unlock found lost without a signal
 
 	// WorstMargin is the smallest Until − LossAt over the signalled
@@ -55,6 +56,9 @@ func Check(history []Hold) Report {
 			margin := h.Until - h.LossAt
 			if rep.Losses == 0 || margin < rep.WorstMargin {
 				rep.WorstMargin = margin
+			}
+			if margin <= 0 {
+				rep.Late++
 			}
 			rep.Losses++
 		case h.Unsignalled:
@@ -112,8 +116,8 @@ func regressions(holds []Hold) []Regression {
 // each of the first few overlaps and regressions.
 func (r *Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "acquisitions=%d overlaps=%d token-regressions=%d losses-signalled=%d unsignalled-losses=%d worst-loss-margin=%s",
-		r.Acquisitions, len(r.Overlaps), len(r.Regressions), r.Losses, r.Unsignalled, r.MarginString())
+	fmt.Fprintf(&b, "acquisitions=%d overlaps=%d token-regressions=%d losses-signalled=%d (late %d) unsignalled-losses=%d worst-loss-margin=%s",
+		r.Acquisitions, len(r.Overlaps), len(r.Regressions), r.Losses, r.Late, r.Unsignalled, r.MarginString())
 	const shown = 3
 	for _, o := range r.Overlaps[:min(shown, len(r.Overlaps))] {
 		fmt.Fprintf(&b, "\n  overlap %v: %s and %s", o.By, o.First, o.Second)

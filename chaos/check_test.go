@@ -80,8 +80,8 @@ func TestCheckWorstMarginIsTheSmallest(t *testing.T) {
 		history = append(history, h)
 	}
 	rep := chaos.Check(history)
-	if rep.Losses != 3 || rep.WorstMargin != -3*ms {
-		t.Fatalf("losses %d, worst margin %v; want 3, -3ms", rep.Losses, rep.WorstMargin)
+	if rep.Losses != 3 || rep.Late != 1 || rep.WorstMargin != -3*ms {
+		t.Fatalf("losses %d (late %d), worst margin %v; want 3 (late 1), -3ms", rep.Losses, rep.Late, rep.WorstMargin)
 	}
 }
 

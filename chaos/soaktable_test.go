@@ -9,8 +9,8 @@ import (
 
 // A tally is the soak's figures for one kind of fault.
 type tally struct {
-	episodes, acquisitions, overlaps, regressions, losses int
-	faultTime, worstMargin                                time.Duration
+	episodes, acquisitions, overlaps, regressions, losses, late int
+	faultTime, worstMargin                                      time.Duration
 }
 
 // noFault names the time between episodes.
@@ -41,6 +41,9 @@ func (s *soak) table(history []chaos.Hold) []string {
 			if tl.losses == 0 || margin < tl.worstMargin {
 				tl.worstMargin = margin
 			}
+			if margin <= 0 {
+				tl.late++
+			}
 			tl.losses++
 		}
 	}
@@ -51,7 +54,7 @@ func (s *soak) table(history []chaos.Hold) []string {
 		get(s.kindAt(g.Next.Start, 0)).regressions++
 	}
 	rows := []string{
-		"| fault | episodes | fault time | acquisitions | overlaps | token regressions | losses signalled | worst loss-signal margin |",
+		"| fault | episodes | fault time | acquisitions | overlaps | token regressions | losses signalled (late) | worst loss-signal margin |",
 		"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
 	}
 	for _, kind := range append(faultKinds(), noFault) {
@@ -60,7 +63,7 @@ func (s *soak) table(history []chaos.Hold) []string {
 		}
 	}
 	total := &tally{acquisitions: rep.Acquisitions, overlaps: len(rep.Overlaps), regressions: len(rep.Regressions),
-		losses: rep.Losses, worstMargin: rep.WorstMargin, episodes: len(s.episodes)}
+		losses: rep.Losses, late: rep.Late, worstMargin: rep.WorstMargin, episodes: len(s.episodes)}
 	for _, e := range s.episodes {
 		total.faultTime += e.to - e.from
 	}
@@ -83,8 +86,8 @@ func (tl *tally) row(kind string) string {
 	if tl.losses > 0 {
 		margin = tl.worstMargin.Round(100 * time.Microsecond).String()
 	}
-	return fmt.Sprintf("| %s | %d | %v | %d | %d | %d | %d | %s |", kind, tl.episodes,
-		tl.faultTime.Round(time.Second), tl.acquisitions, tl.overlaps, tl.regressions, tl.losses, margin)
+	return fmt.Sprintf("| %s | %d | %v | %d | %d | %d | %d (%d) | %s |", kind, tl.episodes,
+		tl.faultTime.Round(time.Second), tl.acquisitions, tl.overlaps, tl.regressions, tl.losses, tl.late, margin)
 }
 
 func faultKinds() []string {
