@@ -40,6 +40,7 @@ func TestSoak(t *testing.T) {
 	s := &soak{t: t, lab: lab, m: m, rng: rand.New(rand.NewPCG(*soakSeed, 0x50a4))}
 	ctx := testCtx(t, *soakDur+5*time.Minute)
 	stopLong := longHolds(ctx, w.rec, m.clients[0])
+	lag, stopProbe := lagProbe()
 	stop := w.start(t, *soakSeed)
 	t.Logf("soak: seed %d, %v, %d clients × (%d Lock + %d TryLock) holders and one long holder",
 		*soakSeed, *soakDur, len(m.clients), w.goroutines, w.tryers)
@@ -49,6 +50,8 @@ func TestSoak(t *testing.T) {
 	}
 	stop()
 	stopLong()
+	stopProbe()
+	t.Logf("worst timer lateness in this process during the soak: %v", lag().Round(time.Millisecond))
 	rep := report(t, w.rec)
 	if len(rep.Regressions) > 0 {
 		t.Errorf("%d token regressions, want 0", len(rep.Regressions))
@@ -205,4 +208,34 @@ func longHolds(ctx context.Context, rec *chaos.Recorder, c *redlock.Client) (sto
 	})
 	var once sync.Once
 	return func() { once.Do(func() { cancel(); wg.Wait() }) }
+}
+
+// lagProbe measures how late a timer fires in this process: a loss signal
+// is such a timer. It returns the worst lateness so far and a stop that
+// waits for the probe to end.
+func lagProbe() (worst func() time.Duration, stop func()) {
+	const tick = 10 * time.Millisecond
+	var mu sync.Mutex
+	var lag time.Duration
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			start := time.Now()
+			t := time.NewTimer(tick)
+			select {
+			case <-done:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			late := time.Since(start) - tick
+			mu.Lock()
+			lag = max(lag, late)
+			mu.Unlock()
+		}
+	}()
+	worst = func() time.Duration { mu.Lock(); defer mu.Unlock(); return lag }
+	return worst, func() { close(done); <-ended }
 }
