@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"testing"
 	"time"
 
@@ -10,23 +11,41 @@ import (
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
+var knownBugs = flag.Bool("chaos.knownbugs", false, "also run the scenarios that fail on known library bugs")
+
 // A master that restarts empty at once breaks Redlock's persistence
-// assumption, and without restart detection (the library's current
-// behaviour) two clients hold the same lock: the checker must see it.
-//
-// Once redlock can detect restarts (a node whose run_id changed does not vote
-// for one maximum TTL), its safe variant is one call:
-//
-//	rep, _ := immediateEmptyRestart(t, <the detection option>)
-//	// want: len(rep.Overlaps) == 0
+// assumption: with restart detection off (WithRestartGuard(0)), two clients
+// hold the same lock, and the checker must see it.
 func TestImmediateEmptyRestartWithoutDetectionOverlaps(t *testing.T) {
-	rep, bWon := immediateEmptyRestart(t)
+	rep, bWon := immediateEmptyRestart(t, redlock.WithRestartGuard(0))
 	t.Logf("%s: %s", t.Name(), &rep)
 	if !bWon {
 		t.Fatalf("B was never granted the lock through the restarted master; the hazard did not show")
 	}
 	if len(rep.Overlaps) == 0 {
 		t.Errorf("the checker found no overlap although B was granted the lock while A's was valid")
+	}
+}
+
+// The same restart with detection on (the default guard: one TTL): the
+// restarted master's grant is not counted until it has been up for the
+// guard, which outlasts A's validity, so B is refused and nothing overlaps.
+//
+// It fails on two known library bugs, so it runs only with -chaos.knownbugs
+// (docs/CHAOS.md, "Known library bugs"): uptime_in_seconds reads 1 after as
+// little as a few ms of real uptime, and a node refused once as restarted is
+// counted on the next attempt without being asked again.
+func TestImmediateEmptyRestartWithDetectionIsSafe(t *testing.T) {
+	if !*knownBugs {
+		t.Skip("fails on known restart-detection bugs (docs/CHAOS.md); run with -chaos.knownbugs")
+	}
+	rep, bWon := immediateEmptyRestart(t, redlock.WithRestartGuard(ttl))
+	t.Logf("%s: %s", t.Name(), &rep)
+	if bWon {
+		t.Errorf("B was granted the lock while A's was valid, through a master restarted %v ago or less", ttl)
+	}
+	if len(rep.Overlaps) > 0 {
+		t.Errorf("%d overlaps with restart detection on, want 0", len(rep.Overlaps))
 	}
 }
 
