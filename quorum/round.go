@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/clock"
@@ -54,15 +55,31 @@ func (r *Round[T]) Run(ctx context.Context, call Call[T]) Tally[T] {
 		return t
 	}
 	s := &state[T]{answers: make(chan answer[T], r.Nodes)}
+	// Every call starts now, so one deadline serves them all; the last call
+	// to return releases it (not Run: calls may outlive the decision).
+	var cctx context.Context
+	cctx, s.cancel = context.WithTimeout(ctx, r.Timeout)
+	s.running.Store(int32(r.Nodes))
 	for i := 0; i < r.Nodes; i++ {
-		r.spawn(func() { s.deliver(i, r.call(ctx, call, i), r.Late) })
+		r.spawn(func() {
+			v := call(cctx, i)
+			if s.running.Add(-1) == 0 {
+				s.cancel()
+			}
+			s.deliver(i, v, r.Late)
+		})
 	}
 	timer := r.clock().NewTimer(r.Timeout)
 	defer timer.Stop()
+	t.abandoned = make([]bool, r.Nodes)
+	for i := range t.abandoned {
+		t.abandoned[i] = true
+	}
 	for pending := r.Nodes; pending > 0 && !r.decided(&t); {
 		select {
 		case a := <-s.answers:
 			t.Votes[a.node] = a.vote
+			t.abandoned[a.node] = false
 			pending--
 		case <-timer.C():
 			r.fail(&t, ErrTimeout)
@@ -78,12 +95,6 @@ func (r *Round[T]) Run(ctx context.Context, call Call[T]) Tally[T] {
 		}
 	}
 	return t
-}
-
-func (r *Round[T]) call(ctx context.Context, call Call[T], node int) Vote[T] {
-	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
-	defer cancel()
-	return call(ctx, node)
 }
 
 // fail marks every pending vote Failed with err. The calls keep running, and
@@ -122,6 +133,8 @@ func (r *Round[T]) clock() clock.Clock {
 // still collecting, under a mutex so that no answer is lost between "still
 // collecting" and "late".
 type state[T any] struct {
+	running atomic.Int32       // calls not yet returned
+	cancel  context.CancelFunc // releases the calls' shared deadline
 	mu      sync.Mutex
 	closed  bool
 	answers chan answer[T] // buffered for every node: a send never blocks
@@ -153,6 +166,7 @@ func (s *state[T]) close(t *Tally[T]) (late []answer[T]) {
 		case a := <-s.answers:
 			if t.Votes[a.node].Outcome == Pending {
 				t.Votes[a.node] = a.vote
+				t.abandoned[a.node] = false
 			} else {
 				late = append(late, a)
 			}

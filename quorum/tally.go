@@ -63,6 +63,15 @@ func Majority(n int) int { return n/2 + 1 }
 type Tally[T any] struct {
 	Votes []Vote[T]
 	Need  int
+
+	abandoned []bool // calls still running when the round was decided
+}
+
+// Abandoned reports whether node's call was still running when the round
+// was decided — its vote is Pending, or Failed by the timeout or the end of
+// the round's context — so that its real answer will reach Late.
+func (t *Tally[T]) Abandoned(node int) bool {
+	return t.abandoned != nil && t.abandoned[node]
 }
 
 // Count returns the number of votes with outcome o.

@@ -22,24 +22,26 @@ func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *confi
 	r.Late = func(n int, v quorum.Vote[int64]) {
 		<-decided
 		switch {
-		case v.Outcome == quorum.Refused:
-		case l == nil: // the attempt failed: undo its late write
-			c.releaseOn(context.Background(), n, ks, id, undoHold, 0)
-		case l.isReleased(): // Unlock may have reached n before this grant did
+		case l == nil: // the attempt failed; undo skipped n while its call ran
+			if v.Outcome != quorum.Refused {
+				c.releaseOn(context.Background(), n, ks, id, undoHold, 0)
+			}
+		case l.answered(n) && v.Outcome != quorum.Refused:
+			// Unlock skipped n while its call ran: release it now.
 			c.releaseOn(context.Background(), n, ks, id, l.releaseKind(), l.token)
 		} // otherwise the grant is part of the held lock, and Unlock will release it
 	}
+	calls := c.acquireCalls(ks, cfg, id, ticket)
 	start := cfg.clock.Now()
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[int64] {
-		reply, err := c.run(ctx, n, acquireScript, ks.acquireKeys(), id.owner, id.hold,
-			cfg.ttl.Milliseconds(), ticket, cfg.queueLease().Milliseconds(), cfg.detectRestarts()).Slice()
+		reply, err := c.exec(ctx, n, calls[n]).Slice()
 		return c.acquireVote(n, cfg, reply, err)
 	})
 	until := clock.Validity(start, cfg.ttl, cfg.driftFactor)
 	nodeFailures(c, "lock", key, &t)
 	if t.Won() && cfg.clock.Now().Before(until) {
 		if token, ok := c.fence(ctx, cfg, ks, &t); ok && cfg.clock.Now().Before(until) {
-			l = c.newLock(key, ks, cfg, id, token, until)
+			l = c.newLock(key, ks, cfg, id, token, until, &t)
 		}
 	}
 	close(decided)
@@ -56,6 +58,28 @@ func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *confi
 		return nil, 0, ErrClosed
 	}
 	return nil, retryHint(&t), quorumError(c, "lock", key, ErrNotObtained, &t)
+}
+
+// acquireCalls returns each node's acquire.lua call: one for the nodes whose
+// run_id this Client knows, another for those it does not (restart detection
+// asks those for it with every fresh grant).
+func (c *Client) acquireCalls(ks *keyset, cfg *config, id identity, ticket string) []*scriptCall {
+	mk := func(known bool) *scriptCall {
+		return newScriptCall(acquireScript, ks.acquireKeys(), id.owner, id.hold,
+			cfg.ttl.Milliseconds(), ticket, cfg.queueLease().Milliseconds(), cfg.detectRestarts(known))
+	}
+	known, calls := mk(true), make([]*scriptCall, len(c.nodes))
+	var fresh *scriptCall
+	for n, node := range c.nodes {
+		calls[n] = known
+		if !node.knowsRunID() {
+			if fresh == nil {
+				fresh = mk(false)
+			}
+			calls[n] = fresh
+		}
+	}
+	return calls
 }
 
 // acquireVote reads node n's reply to acquire.lua.

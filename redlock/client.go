@@ -1,7 +1,6 @@
 package redlock
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"reflect"
@@ -27,7 +26,8 @@ type Client struct {
 
 	mu     sync.Mutex
 	closed bool
-	done   chan struct{}      // closed by Close: waiting Lock calls give up
+	done   chan struct{}      // closed by Close: waiting Lock calls give up, workers end
+	jobs   chan func()        // hands a job to an idle worker
 	locks  map[*Lock]struct{} // held locks, ended by Close
 	wg     sync.WaitGroup     // calls and background work in flight
 }
@@ -39,6 +39,13 @@ type node struct {
 	mu        sync.Mutex
 	runID     string // as last seen in a grant; "" before the first
 	restarted bool   // the run_id changed, and the node is younger than the guard
+}
+
+// knowsRunID reports whether a grant has told this Client the node's run_id.
+func (n *node) knowsRunID() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.runID != ""
 }
 
 // checkRestart records the run_id a grant came with and returns
@@ -76,7 +83,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	cfg.perCall = true
-	c := &Client{cfg: cfg, nodes: make([]*node, len(nodes)), locks: map[*Lock]struct{}{}, done: make(chan struct{})}
+	c := &Client{cfg: cfg, nodes: make([]*node, len(nodes)), locks: map[*Lock]struct{}{}, done: make(chan struct{}), jobs: make(chan func())}
 	c.bell = bell{c: c, waiters: map[string]map[chan struct{}]string{}}
 	for i, rdb := range nodes {
 		if isNil(rdb) {
@@ -132,14 +139,38 @@ func (c *Client) begin() bool {
 
 func (c *Client) end() { c.wg.Done() }
 
-// spawn runs f on a goroutine that Close waits for. It is called only inside
-// a begin/end pair, so that the count is never zero when it grows.
+// spawn runs f on a goroutine that Close waits for: an idle worker if one
+// is waiting, else a new one. Workers outlive their job for a while, so that
+// node calls run on stacks already grown to go-redis's needs instead of
+// growing a fresh goroutine's each time. It is called only inside a
+// begin/end pair, so that the count is never zero when it grows.
 func (c *Client) spawn(f func()) {
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
+	select {
+	case c.jobs <- f:
+	default:
+		c.wg.Add(1)
+		go c.work(f)
+	}
+}
+
+// workerIdle is how long a worker waits for another job before it ends.
+const workerIdle = 2 * time.Second
+
+func (c *Client) work(f func()) {
+	defer c.wg.Done()
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
 		f()
-	}()
+		idle.Reset(workerIdle)
+		select {
+		case f = <-c.jobs:
+		case <-idle.C:
+			return
+		case <-c.done:
+			return
+		}
+	}
 }
 
 // track records a held lock for Close, or reports false if c is closed.
@@ -162,12 +193,6 @@ func (c *Client) forget(l *Lock) {
 // round returns the fan-out of one operation over c's nodes under cfg.
 func round[T any](c *Client, cfg *config) *quorum.Round[T] {
 	return &quorum.Round[T]{Nodes: len(c.nodes), Timeout: cfg.nodeTimeout, Clock: cfg.clock, Go: c.spawn}
-}
-
-// run sends script to one node and returns its reply. ctx carries the
-// per-node timeout.
-func (c *Client) run(ctx context.Context, n int, s *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return s.Run(ctx, c.nodes[n].rdb, keys, args...)
 }
 
 func isNil(rdb redis.UniversalClient) bool {

@@ -57,7 +57,10 @@ func (s *fencedStore) Write(token int64, value string) error {
 func Example_fencedStore() {
 	nodes, servers, stop := embedded()
 	defer stop()
-	locks, err := redlock.New(nodes, redlock.WithAutoRenew(false), redlock.WithTTL(time.Second))
+	// Embedded nodes share this process's CPU: a roomy node timeout keeps
+	// every attempt of the example a first success, so its tokens are fixed.
+	locks, err := redlock.New(nodes, redlock.WithAutoRenew(false), redlock.WithTTL(time.Second),
+		redlock.WithNodeTimeout(500*time.Millisecond))
 	if err != nil {
 		panic(err)
 	}
@@ -108,7 +111,7 @@ func ExampleNew_sameMasterTwice() {
 func ExampleClient_TryLock() {
 	nodes, _, stop := embedded()
 	defer stop()
-	locks, err := redlock.New(nodes)
+	locks, err := redlock.New(nodes, redlock.WithNodeTimeout(500*time.Millisecond))
 	if err != nil {
 		panic(err)
 	}

@@ -19,6 +19,7 @@ func (c *Client) fence(ctx context.Context, cfg *config, ks *keyset, won *quorum
 	}
 	r := round[int64](c, cfg)
 	r.Decided = func(t *quorum.Tally[int64]) bool { return t.Won() }
+	raise := newScriptCall(fenceScript, []string{ks.fence}, token)
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[int64] {
 		switch v := won.Votes[n]; {
 		case v.Outcome != quorum.Granted:
@@ -26,7 +27,7 @@ func (c *Client) fence(ctx context.Context, cfg *config, ks *keyset, won *quorum
 		case v.Value >= token:
 			return v
 		}
-		have, err := c.run(ctx, n, fenceScript, []string{ks.fence}, token).Int64()
+		have, err := c.exec(ctx, n, raise).Int64()
 		if err != nil {
 			return quorum.Vote[int64]{Outcome: quorum.Failed, Err: err}
 		}

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,12 +18,13 @@ import (
 // A Lock is safe for concurrent use by several goroutines and must not be
 // copied.
 type Lock struct {
-	c     *Client
-	cfg   config
-	key   string
-	ks    keyset
-	id    identity
-	token int64
+	c          *Client
+	cfg        config
+	key        string
+	ks         keyset
+	id         identity
+	extendCall *scriptCall // extend.lua's call, the same for the lock's life
+	token      int64
 
 	life context.Context // ends when the lock does; its cause is Err()
 	end  context.CancelCauseFunc
@@ -33,14 +35,24 @@ type Lock struct {
 	until    time.Time
 	ended    bool        // Done is closed
 	released bool        // Unlock has been called
+	inFlight []bool      // nodes whose acquire call has not answered yet
 	expiry   clock.Timer // declares the loss at until − guard
 	renewal  clock.Timer // the watchdog's next extension; nil without auto-renew
 }
 
 // newLock returns the held lock, with its timers armed, or nil if c closed
 // meanwhile.
-func (c *Client) newLock(key string, ks *keyset, cfg *config, id identity, token int64, until time.Time) *Lock {
-	l := &Lock{c: c, cfg: *cfg, key: key, ks: *ks, id: id, token: token, until: until}
+func (c *Client) newLock(key string, ks *keyset, cfg *config, id identity, token int64, until time.Time, won *quorum.Tally[int64]) *Lock {
+	l := &Lock{c: c, cfg: *cfg, key: key, ks: *ks, id: id, token: token, until: until,
+		extendCall: newScriptCall(extendScript, []string{ks.lock}, id.owner, cfg.ttl.Milliseconds())}
+	for n := range won.Votes {
+		if won.Abandoned(n) {
+			if l.inFlight == nil {
+				l.inFlight = make([]bool, len(won.Votes))
+			}
+			l.inFlight[n] = true
+		}
+	}
 	l.life, l.end = context.WithCancelCause(context.Background())
 	l.mu.Lock() // before track: Close may finish l as soon as it is tracked
 	defer l.mu.Unlock()
@@ -117,7 +129,7 @@ func (l *Lock) extend(ctx context.Context) error {
 	}
 	r := round[bool](l.c, &l.cfg)
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[bool] {
-		ok, err := l.c.run(ctx, n, extendScript, []string{l.ks.lock}, l.id.owner, l.cfg.ttl.Milliseconds()).Bool()
+		ok, err := l.c.exec(ctx, n, l.extendCall).Bool()
 		return boolVote(ok, err)
 	})
 	until := clock.Validity(start, l.cfg.ttl, l.cfg.driftFactor)
@@ -164,7 +176,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if !l.finish(ErrNotHeld, true) {
 		return ErrNotHeld
 	}
-	t := l.c.release(ctx, &l.cfg, &l.ks, l.id, l.releaseKind(), l.token)
+	t := l.c.release(ctx, &l.cfg, &l.ks, l.id, l.releaseKind(), l.token, l.stillInFlight())
 	nodeFailures(l.c, "unlock", l.key, &t)
 	switch {
 	case prior != nil:
@@ -186,10 +198,27 @@ func (l *Lock) releaseKind() releaseKind {
 	return unlockLock
 }
 
-func (l *Lock) isReleased() bool {
+// answered records that node n's acquire call returned, and reports whether
+// Unlock already ran — and so left n for this call to release.
+func (l *Lock) answered(n int) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.inFlight != nil {
+		l.inFlight[n] = false
+	}
 	return l.released
+}
+
+// stillInFlight is the nodes an Unlock leaves to their acquire's Late. It is
+// read once the lock is marked released, so that each node is released by
+// exactly one of the two.
+func (l *Lock) stillInFlight() []bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inFlight == nil {
+		return nil
+	}
+	return slices.Clone(l.inFlight)
 }
 
 // finish ends the lock with cause, once: Done closes, timers stop. With

@@ -87,8 +87,10 @@ func WithOwner(owner string) Option {
 // run out keeps such restarts safe. d must cover the longest TTL any client
 // of these masters uses; 0 turns detection off (for masters with
 // appendfsync always, where a restart keeps the keys). By default the guard
-// is the acquisition's own TTL. Detection asks the node for its uptime with
-// each fresh grant (INFO server inside the acquire script).
+// is the acquisition's own TTL. Detection costs an INFO server inside the
+// acquire script on a node's first grant to this Client and whenever the
+// node has no fencing counter for the key (a new key, or a node that lost
+// its data); other grants cost nothing more.
 func WithRestartGuard(d time.Duration) Option {
 	return func(c *config) { c.guardWindow, c.guardSet = d, true }
 }
@@ -198,10 +200,16 @@ func (c *config) restartGuard() time.Duration {
 	return c.ttl
 }
 
-// detectRestarts is acquire.lua's ARGV[6].
-func (c *config) detectRestarts() string {
-	if c.restartGuard() > 0 {
-		return "1"
+// detectRestarts is acquire.lua's ARGV[6] for a node whose run_id is known
+// or not: without a baseline every fresh grant reports it; with one, only
+// grants on a node that had no fencing counter for the key — which a node
+// that lost its data never has.
+func (c *config) detectRestarts(known bool) string {
+	switch {
+	case c.restartGuard() <= 0:
+		return "0"
+	case known:
+		return "2"
 	}
-	return "0"
+	return "1"
 }

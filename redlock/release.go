@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 
 	"github.com/seed818c56a1/quorumlock/quorum"
 )
@@ -17,31 +18,50 @@ const (
 
 // release undoes a holding on every node, in parallel, each call under the
 // node timeout, detached from ctx's cancellation. token, when positive, is
-// raised onto every answering node's counter.
-func (c *Client) release(ctx context.Context, cfg *config, ks *keyset, id identity, kind releaseKind, token int64) quorum.Tally[int64] {
+// raised onto every answering node's counter. Nodes marked in skip are left
+// out: their acquire is still in flight, and its Late releases them.
+func (c *Client) release(ctx context.Context, cfg *config, ks *keyset, id identity, kind releaseKind, token int64, skip []bool) quorum.Tally[int64] {
 	r := round[int64](c, cfg)
 	r.Decided = func(t *quorum.Tally[int64]) bool { return t.Won() || t.Count(quorum.Refused) >= t.Need }
+	sc := releaseCall(ks, id, kind, token)
 	return r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[int64] {
-		return releaseVote(c.releaseOn(ctx, n, ks, id, kind, token))
+		if skip != nil && skip[n] {
+			return quorum.Vote[int64]{Outcome: quorum.Failed, Err: errInFlight}
+		}
+		return releaseVote(c.exec(ctx, n, sc).Int64())
 	})
 }
 
 // undo drops a failed attempt's hold on every node that did not refuse it
 // (a refusal proves the key holds another owner's value, so ours is not
-// there). Pending and failed nodes are included: their write may have landed.
+// there) — failed nodes included: their write may have landed. A node whose
+// call is still running is undone when it answers (the attempt's Late), so
+// that the undo cannot land before the write.
 func (c *Client) undo(ctx context.Context, cfg *config, ks *keyset, id identity, t *quorum.Tally[int64]) {
 	r := round[int64](c, cfg)
 	r.Decided = func(*quorum.Tally[int64]) bool { return false }
+	sc := releaseCall(ks, id, undoHold, 0)
 	r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[int64] {
-		if t.Votes[n].Outcome == quorum.Refused {
+		if t.Votes[n].Outcome == quorum.Refused || t.Abandoned(n) {
 			return quorum.Vote[int64]{Outcome: quorum.Refused}
 		}
-		return releaseVote(c.releaseOn(ctx, n, ks, id, undoHold, 0))
+		return releaseVote(c.exec(ctx, n, sc).Int64())
 	})
 }
 
-// releaseOn runs release.lua on node n.
-func (c *Client) releaseOn(ctx context.Context, n int, ks *keyset, id identity, kind releaseKind, token int64) (int64, error) {
+// errInFlight is the vote, in an Unlock, of a node whose acquire call had
+// not answered yet: it is released when that call returns.
+var errInFlight = errors.New("redlock: acquire still in flight on this node; released when it answers")
+
+// releaseOn runs release.lua on node n alone, for a late grant.
+func (c *Client) releaseOn(ctx context.Context, n int, ks *keyset, id identity, kind releaseKind, token int64) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.nodeTimeout)
+	defer cancel()
+	c.exec(ctx, n, releaseCall(ks, id, kind, token))
+}
+
+// releaseCall is release.lua's call for kind.
+func releaseCall(ks *keyset, id identity, kind releaseKind, token int64) *scriptCall {
 	mode, channel := "0", ""
 	switch kind {
 	case unlockLock:
@@ -49,7 +69,7 @@ func (c *Client) releaseOn(ctx context.Context, n int, ks *keyset, id identity, 
 	case unlockHold:
 		channel = ks.channel
 	}
-	return c.run(ctx, n, releaseScript, []string{ks.lock, ks.fence, ks.queue}, id.owner, id.hold, mode, channel, token).Int64()
+	return newScriptCall(releaseScript, []string{ks.lock, ks.fence, ks.queue}, id.owner, id.hold, mode, channel, token)
 }
 
 func releaseVote(reply int64, err error) quorum.Vote[int64] {
@@ -66,8 +86,9 @@ func releaseVote(reply int64, err error) quorum.Vote[int64] {
 func (c *Client) leave(ctx context.Context, cfg *config, ks *keyset, id identity) {
 	r := round[struct{}](c, cfg)
 	r.Decided = func(*quorum.Tally[struct{}]) bool { return false }
+	sc := newScriptCall(leaveScript, []string{ks.queue, ks.leases, ks.lock}, id.owner, ks.channel)
 	r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[struct{}] {
-		if err := c.run(ctx, n, leaveScript, []string{ks.queue, ks.leases, ks.lock}, id.owner, ks.channel).Err(); err != nil {
+		if err := c.exec(ctx, n, sc).Err(); err != nil {
 			return quorum.Vote[struct{}]{Outcome: quorum.Failed, Err: err}
 		}
 		return quorum.Vote[struct{}]{Outcome: quorum.Granted}

@@ -1,9 +1,9 @@
 package redlock
 
 import (
+	"crypto/sha1"
 	_ "embed"
-
-	"github.com/redis/go-redis/v9"
+	"encoding/hex"
 )
 
 var (
@@ -18,11 +18,11 @@ var (
 	//go:embed leave.lua
 	leaveSrc string
 
-	acquireScript = redis.NewScript(acquireSrc)
-	extendScript  = redis.NewScript(extendSrc)
-	releaseScript = redis.NewScript(releaseSrc)
-	fenceScript   = redis.NewScript(fenceSrc)
-	leaveScript   = redis.NewScript(leaveSrc)
+	acquireScript = newScript(acquireSrc)
+	extendScript  = newScript(extendSrc)
+	releaseScript = newScript(releaseSrc)
+	fenceScript   = newScript(fenceSrc)
+	leaveScript   = newScript(leaveSrc)
 )
 
 // Replies of release.lua.
@@ -31,3 +31,11 @@ const (
 	releaseFreed   = 1
 	releaseKept    = 2
 )
+
+// A script is a Lua script and its SHA1, the name EVALSHA knows it by.
+type script struct{ src, sha string }
+
+func newScript(src string) *script {
+	sum := sha1.Sum([]byte(src))
+	return &script{src: src, sha: hex.EncodeToString(sum[:])}
+}

@@ -1,0 +1,216 @@
+package otelredlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.uber.org/goleak"
+
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/redlock"
+	"github.com/seed818c56a1/quorumlock/redlock/otelredlock"
+)
+
+func TestMain(m *testing.M) {
+	// go-redis's own pool goroutines (idle reaper, redial after a refused
+	// dial) belong to the redis clients, which the tests close.
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"),
+		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+}
+
+// testNodeTimeout is generous: the suite runs under -race on small shared
+// machines, where a loopback call can take tens of milliseconds.
+const testNodeTimeout = 150 * time.Millisecond
+
+// A telemetry is an SDK pipeline that keeps everything in memory: metrics
+// read on demand, spans recorded as they end.
+type telemetry struct {
+	reader *sdkmetric.ManualReader
+	spans  *tracetest.SpanRecorder
+	tp     *sdktrace.TracerProvider
+	obs    redlock.Observer
+}
+
+func newTelemetry(t testing.TB) *telemetry {
+	t.Helper()
+	tm := &telemetry{reader: sdkmetric.NewManualReader(), spans: tracetest.NewSpanRecorder()}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(tm.reader))
+	tm.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tm.spans))
+	t.Cleanup(func() {
+		if err := mp.Shutdown(context.Background()); err != nil {
+			t.Errorf("meter provider Shutdown: %v", err)
+		}
+		if err := tm.tp.Shutdown(context.Background()); err != nil {
+			t.Errorf("tracer provider Shutdown: %v", err)
+		}
+	})
+	obs, err := otelredlock.New(otelredlock.WithMeterProvider(mp), otelredlock.WithTracerProvider(tm.tp))
+	if err != nil {
+		t.Fatalf("otelredlock.New: %v", err)
+	}
+	tm.obs = obs
+	return tm
+}
+
+// client starts a lab of n masters and a Client over them that reports to
+// tm's observer.
+func client(t *testing.T, tm *telemetry, n int, opts ...redlock.Option) (*redlock.Client, *redislab.Lab) {
+	t.Helper()
+	lab := redislab.Start(t, n)
+	return newClient(t, lab, tm.obs, opts...), lab
+}
+
+func newClient(t testing.TB, lab *redislab.Lab, obs redlock.Observer, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
+	opts = append([]redlock.Option{redlock.WithNodeTimeout(testNodeTimeout)}, opts...)
+	if obs != nil {
+		opts = append(opts, redlock.WithObserver(obs))
+	}
+	c, err := redlock.New(lab.Clients(t), opts...)
+	if err != nil {
+		t.Fatalf("redlock.New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return c
+}
+
+// metric returns the named metric as last collected, and whether it had
+// any data.
+func (tm *telemetry) metric(t *testing.T, name string) (metricdata.Metrics, bool) {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := tm.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatalf("Collect: %v", err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == name {
+				return m, true
+			}
+		}
+	}
+	return metricdata.Metrics{}, false
+}
+
+// count sums the named counter over the data points that carry every one of
+// attrs.
+func (tm *telemetry) count(t *testing.T, name string, attrs ...attribute.KeyValue) int64 {
+	t.Helper()
+	m, ok := tm.metric(t, name)
+	if !ok {
+		return 0
+	}
+	sum, isSum := m.Data.(metricdata.Sum[int64])
+	if !isSum {
+		t.Fatalf("%s: data is %T, want metricdata.Sum[int64]", name, m.Data)
+	}
+	var n int64
+	for _, dp := range sum.DataPoints {
+		if has(dp.Attributes, attrs) {
+			n += dp.Value
+		}
+	}
+	return n
+}
+
+// durations returns the number of acquire durations recorded with attrs.
+func (tm *telemetry) durations(t *testing.T, attrs ...attribute.KeyValue) uint64 {
+	t.Helper()
+	m, ok := tm.metric(t, otelredlock.AcquireDurationName)
+	if !ok {
+		return 0
+	}
+	if m.Unit != "s" {
+		t.Errorf("%s: unit %q, want s", m.Name, m.Unit)
+	}
+	h, isHist := m.Data.(metricdata.Histogram[float64])
+	if !isHist {
+		t.Fatalf("%s: data is %T, want metricdata.Histogram[float64]", m.Name, m.Data)
+	}
+	var n uint64
+	for _, dp := range h.DataPoints {
+		if has(dp.Attributes, attrs) {
+			n += dp.Count
+		}
+	}
+	return n
+}
+
+// logOnFailure logs every counter's data points if t failed.
+func (tm *telemetry) logOnFailure(t *testing.T) {
+	if !t.Failed() {
+		return
+	}
+	var rm metricdata.ResourceMetrics
+	if err := tm.reader.Collect(context.Background(), &rm); err != nil {
+		t.Errorf("Collect: %v", err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok {
+				for _, dp := range sum.DataPoints {
+					t.Logf("%s %v = %d", m.Name, dp.Attributes.ToSlice(), dp.Value)
+				}
+			}
+		}
+	}
+}
+
+func has(set attribute.Set, attrs []attribute.KeyValue) bool {
+	for _, a := range attrs {
+		if v, ok := set.Value(a.Key); !ok || v != a.Value {
+			return false
+		}
+	}
+	return true
+}
+
+// ended returns the acquire spans that ended so far.
+func (tm *telemetry) ended() []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range tm.spans.Ended() {
+		if s.Name() == otelredlock.AcquireSpanName {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// attr returns the value of span attribute k.
+func attr(s sdktrace.ReadOnlySpan, k attribute.Key) (attribute.Value, bool) {
+	for _, a := range s.Attributes() {
+		if a.Key == k {
+			return a.Value, true
+		}
+	}
+	return attribute.Value{}, false
+}
+
+func ctxFor(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// eventually waits until cond holds, failing the test after d.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for: %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,246 @@
+package otelredlock_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/redlock"
+	o "github.com/seed818c56a1/quorumlock/redlock/otelredlock"
+)
+
+var (
+	obtained    = o.ResultKey.String("obtained")
+	notObtained = o.ResultKey.String("not_obtained")
+	noWait      = o.WaitKey.Bool(false)
+)
+
+// A TryLock that succeeds is one span, a child of the caller's, with the
+// key and the token, and one duration with result obtained.
+func TestTryLockRecordsSpanAndDuration(t *testing.T) {
+	tm := newTelemetry(t)
+	c, _ := client(t, tm, 3)
+	ctx, parent := tm.tp.Tracer("test").Start(ctxFor(t, 10*time.Second), "caller")
+	l, err := c.TryLock(ctx, "orders/42")
+	parent.End()
+	if err != nil {
+		t.Fatalf("TryLock: %v", err)
+	}
+	defer l.Unlock(context.Background())
+
+	spans := tm.ended()
+	if len(spans) != 1 {
+		t.Fatalf("got %d acquire spans, want 1", len(spans))
+	}
+	s := spans[0]
+	if got, want := s.Parent().SpanID(), parent.SpanContext().SpanID(); got != want {
+		t.Errorf("parent span %v, want the caller's %v", got, want)
+	}
+	for k, want := range map[attribute.Key]attribute.Value{
+		o.KeyKey:   attribute.StringValue("orders/42"),
+		o.WaitKey:  attribute.BoolValue(false),
+		o.TokenKey: attribute.Int64Value(l.Token()),
+	} {
+		if got, ok := attr(s, k); !ok || got != want {
+			t.Errorf("span attribute %s = %v (present %t), want %v", k, got.Emit(), ok, want.Emit())
+		}
+	}
+	if s.Status().Code != codes.Unset {
+		t.Errorf("span status %v, want Unset", s.Status())
+	}
+	if got := tm.durations(t, obtained, noWait); got != 1 {
+		t.Errorf("durations{obtained, wait=false} = %d, want 1", got)
+	}
+	if got := tm.count(t, o.AcquisitionsName, obtained); got != 1 {
+		t.Errorf("acquisitions{obtained} = %d, want 1", got)
+	}
+	if got := tm.count(t, o.AcquisitionsName, o.KeyKey.String("orders/42")); got != 0 {
+		t.Errorf("acquisitions carry the lock key: %d points", got)
+	}
+}
+
+// A second TryLock of a held key records not_obtained, and its span ends in
+// error with the round's tally.
+func TestHeldKeyRecordsNotObtained(t *testing.T) {
+	tm := newTelemetry(t)
+	c, _ := client(t, tm, 3)
+	ctx := ctxFor(t, 10*time.Second)
+	l, err := c.TryLock(ctx, "k")
+	if err != nil {
+		t.Fatalf("first TryLock: %v", err)
+	}
+	defer l.Unlock(context.Background())
+	if _, err := c.TryLock(ctx, "k"); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("second TryLock: %v, want ErrNotObtained", err)
+	}
+	if got := tm.durations(t, notObtained, noWait); got != 1 {
+		t.Errorf("durations{not_obtained, wait=false} = %d, want 1", got)
+	}
+	if got := tm.count(t, o.AcquisitionsName, notObtained); got != 1 {
+		t.Errorf("acquisitions{not_obtained} = %d, want 1", got)
+	}
+	spans := tm.ended()
+	if len(spans) != 2 {
+		t.Fatalf("got %d acquire spans, want 2", len(spans))
+	}
+	s := spans[1]
+	if s.Status().Code != codes.Error {
+		t.Errorf("span status %v, want Error", s.Status())
+	}
+	if _, ok := attr(s, o.TokenKey); ok {
+		t.Errorf("failed acquisition's span has a token")
+	}
+	if v, _ := attr(s, "error.type"); v.AsString() != "not_obtained" {
+		t.Errorf("error.type = %q, want not_obtained", v.AsString())
+	}
+	if v, _ := attr(s, o.NeedKey); v.AsInt64() != 2 {
+		t.Errorf("need = %d, want 2", v.AsInt64())
+	}
+}
+
+// Lock (wait=true) tells a deadline from a cancellation and a closed Client.
+func TestLockResults(t *testing.T) {
+	lab := redislab.Start(t, 3)
+	holder, err := newClient(t, lab, nil).TryLock(ctxFor(t, 10*time.Second), "k")
+	if err != nil {
+		t.Fatalf("holder TryLock: %v", err)
+	}
+	defer holder.Unlock(context.Background())
+	cases := []struct {
+		name, result string
+		end          func(cancel context.CancelFunc, c *redlock.Client) error
+	}{
+		{"deadline", "not_obtained", func(context.CancelFunc, *redlock.Client) error { return nil }},
+		{"cancelled", "cancelled", func(cancel context.CancelFunc, _ *redlock.Client) error { cancel(); return nil }},
+		{"closed", "closed", func(_ context.CancelFunc, c *redlock.Client) error { return c.Close() }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tm := newTelemetry(t)
+			c := newClient(t, lab, tm.obs)
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			ended := make(chan error)
+			go func() {
+				for len(tm.spans.Started()) == 0 { // until Lock is under way
+					time.Sleep(time.Millisecond)
+				}
+				ended <- tc.end(cancel, c)
+			}()
+			_, err := c.Lock(ctx, "k")
+			if err := <-ended; err != nil {
+				t.Errorf("ending the wait: %v", err)
+			}
+			if err == nil {
+				t.Fatal("Lock of a held key succeeded")
+			}
+			res := o.ResultKey.String(tc.result)
+			if got := tm.durations(t, res, o.WaitKey.Bool(true)); got != 1 {
+				t.Errorf("durations{%s, wait=true} = %d, want 1 (Lock: %v)", tc.result, got, err)
+			}
+			if got := tm.count(t, o.AcquisitionsName, res); got != 1 {
+				t.Errorf("acquisitions{%s} = %d, want 1", tc.result, got)
+			}
+		})
+	}
+}
+
+// A lock whose majority dies is lost: renewals fail, the loss is counted,
+// and so are the extend calls that failed, by node.
+func TestLostLock(t *testing.T) {
+	tm := newTelemetry(t)
+	c, lab := client(t, tm, 3, redlock.WithTTL(300*time.Millisecond))
+	lab.RequireControl(t)
+	l, err := c.TryLock(ctxFor(t, 10*time.Second), "k")
+	if err != nil {
+		t.Fatalf("TryLock: %v", err)
+	}
+	for _, n := range lab.Nodes[:2] {
+		if err := n.Kill(); err != nil {
+			t.Fatalf("Kill: %v", err)
+		}
+	}
+	select {
+	case <-l.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("lock not lost 5 s after its majority died")
+	}
+	if !errors.Is(l.Err(), redlock.ErrLockLost) {
+		t.Fatalf("Err() = %v, want ErrLockLost", l.Err())
+	}
+	// Lost is told just after Done closes; the renewal in flight when the
+	// loss was declared (the loss comes a node timeout before the validity
+	// ends) reports its failure when its calls time out.
+	eventually(t, 2*time.Second, "one loss counted", func() bool { return tm.count(t, o.LossesName) == 1 })
+	defer tm.logOnFailure(t)
+	eventually(t, 2*time.Second, "a failed renewal counted", func() bool {
+		return tm.count(t, o.RenewalsName, o.ResultKey.String("failed")) >= 1
+	})
+	for _, n := range lab.Nodes[:2] {
+		eventually(t, 2*time.Second, "extend errors counted for "+n.Addr(), func() bool {
+			return tm.count(t, o.NodeErrorsName, append(nodeOf(t, n.Addr()), o.OpKey.String("extend"))...) >= 1
+		})
+	}
+	if got := tm.count(t, o.LossesName); got != 1 {
+		t.Errorf("losses = %d, want 1", got)
+	}
+	if got := tm.count(t, o.NodeErrorsName, nodeOf(t, lab.Nodes[2].Addr())...); got != 0 {
+		t.Errorf("node.errors of the live node = %d, want 0", got)
+	}
+}
+
+// A TryLock without a majority counts each dead node's error, by op and
+// node, and adds one event per dead node to its span.
+func TestNodeErrorsOnAcquire(t *testing.T) {
+	tm := newTelemetry(t)
+	c, lab := client(t, tm, 3)
+	lab.RequireControl(t)
+	defer tm.logOnFailure(t)
+	for _, n := range lab.Nodes[1:] {
+		if err := n.Kill(); err != nil {
+			t.Fatalf("Kill: %v", err)
+		}
+	}
+	if _, err := c.TryLock(ctxFor(t, 10*time.Second), "k"); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("TryLock: %v, want ErrNotObtained", err)
+	}
+	for _, n := range lab.Nodes[1:] {
+		node := nodeOf(t, n.Addr())
+		if got := tm.count(t, o.NodeErrorsName, append(node, o.OpKey.String("lock"))...); got != 1 {
+			t.Errorf("node.errors{lock, %s} = %d, want 1", n.Addr(), got)
+		}
+		if got := events(tm.ended()[0], node); got != 1 {
+			t.Errorf("span events for %s = %d, want 1", n.Addr(), got)
+		}
+	}
+}
+
+// events counts the node error events of s that carry attrs.
+func events(s sdktrace.ReadOnlySpan, attrs []attribute.KeyValue) int {
+	n := 0
+	for _, e := range s.Events() {
+		if e.Name == o.NodeErrorEventName && has(attribute.NewSet(e.Attributes...), attrs) {
+			n++
+		}
+	}
+	return n
+}
+
+// nodeOf returns the attributes that name the node at addr.
+func nodeOf(t *testing.T, addr string) []attribute.KeyValue {
+	t.Helper()
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("address %q: %v", addr, err)
+	}
+	p, _ := strconv.Atoi(port)
+	return []attribute.KeyValue{attribute.String("server.address", host), attribute.Int("server.port", p)}
+}
