@@ -235,7 +235,7 @@ func TestLockWaitsForRelease(t *testing.T) {
 
 func TestCloseEndsLocksAndRefusesCalls(t *testing.T) {
 	_, nodes, _ := lab(t, 3)
-	c, err := redlock.New(nodes)
+	c, err := redlock.New(nodes, redlock.WithNodeTimeout(testNodeTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}

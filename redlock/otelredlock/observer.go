@@ -151,15 +151,23 @@ func (o *observer) Lost(string, error) { o.losses.Add(context.Background(), 1) }
 // of extend and unlock, and those of a key acquired concurrently more than
 // once, are metrics only.
 func (o *observer) NodeFailed(op, key string, v redlock.NodeVote) {
-	node := nodeAttrs(v)
-	kind := errorType(v.Err)
-	attrs := make([]attribute.KeyValue, 0, len(node)+2)
-	attrs = append(append(attrs, OpKey.String(op), kind), node...)
-	o.nodeErrors.Add(context.Background(), 1, metric.WithAttributes(attrs...))
-	if op != "lock" {
+	ctx := context.Background()
+	var span trace.Span
+	if op == "lock" {
+		span, _ = o.flights.only(key)
+	}
+	counted := o.nodeErrors.Enabled(ctx)
+	if !counted && span == nil { // the no-op default: build no attributes
 		return
 	}
-	if span, ok := o.flights.only(key); ok {
+	node := nodeAttrs(v)
+	kind := errorType(v.Err)
+	if counted {
+		attrs := make([]attribute.KeyValue, 0, len(node)+2)
+		attrs = append(append(attrs, OpKey.String(op), kind), node...)
+		o.nodeErrors.Add(ctx, 1, metric.WithAttributes(attrs...))
+	}
+	if span != nil {
 		ev := append(node, NodeKey.Int(v.Node), kind)
 		if v.Err != nil {
 			ev = append(ev, semconv.ExceptionMessage(v.Err.Error()))

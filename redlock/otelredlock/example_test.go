@@ -1,0 +1,129 @@
+package otelredlock_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/seed818c56a1/quorumlock/redlock"
+	"github.com/seed818c56a1/quorumlock/redlock/otelredlock"
+)
+
+// Wiring the observer into a Client. Here the SDK keeps everything in
+// memory, and three in-process Redis-compatible nodes stand in for real
+// masters; an application installs its exporters instead (or calls
+// otelredlock.New() with no options to use the global providers).
+func Example() {
+	nodes, stop := embedded(3)
+	defer stop()
+	reader := sdkmetric.NewManualReader()
+	spans := tracetest.NewSpanRecorder()
+	obs, err := otelredlock.New(
+		otelredlock.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
+		otelredlock.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))))
+	if err != nil {
+		panic(err)
+	}
+	locks, err := redlock.New(nodes, redlock.WithObserver(obs))
+	if err != nil {
+		panic(err)
+	}
+	defer locks.Close()
+
+	ctx := context.Background()
+	l, err := locks.TryLock(ctx, "orders/42")
+	if err != nil {
+		panic(err)
+	}
+	if _, err := locks.TryLock(ctx, "orders/42"); err == nil { // held: not obtained
+		panic("locked twice")
+	}
+	if err := l.Unlock(ctx); err != nil {
+		panic(err)
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		panic(err)
+	}
+	printMetrics(rm, otelredlock.AcquireDurationName, otelredlock.AcquisitionsName)
+	for _, s := range spans.Ended() {
+		fmt.Println(s.Name(), s.Status().Code, joinAttrs(s.Attributes()))
+	}
+	// Output:
+	// quorumlock.acquire.duration (s)
+	//   quorumlock.result=not_obtained quorumlock.wait=false: 1
+	//   quorumlock.result=obtained quorumlock.wait=false: 1
+	// quorumlock.acquisitions ({acquisition})
+	//   quorumlock.result=not_obtained: 1
+	//   quorumlock.result=obtained: 1
+	// quorumlock.acquire Unset quorumlock.key=orders/42 quorumlock.token=1 quorumlock.wait=false
+	// quorumlock.acquire Error error.type=not_obtained quorumlock.granted=0 quorumlock.key=orders/42 quorumlock.need=2 quorumlock.wait=false
+}
+
+// embedded starts n in-process Redis-compatible nodes.
+func embedded(n int) ([]redis.UniversalClient, func()) {
+	var clients []redis.UniversalClient
+	var servers []*miniredis.Miniredis
+	for range n {
+		s := miniredis.NewMiniRedis()
+		if err := s.Start(); err != nil {
+			panic(err)
+		}
+		servers = append(servers, s)
+		clients = append(clients, redis.NewClient(&redis.Options{Addr: s.Addr()}))
+	}
+	return clients, func() {
+		for i := range clients {
+			clients[i].Close()
+			servers[i].Close()
+		}
+	}
+}
+
+// printMetrics prints the named metrics' data points: counts of histograms,
+// values of counters.
+func printMetrics(rm metricdata.ResourceMetrics, names ...string) {
+	for _, name := range names {
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if m.Name != name {
+					continue
+				}
+				fmt.Printf("%s (%s)\n", m.Name, m.Unit)
+				var lines []string
+				switch d := m.Data.(type) {
+				case metricdata.Histogram[float64]:
+					for _, dp := range d.DataPoints {
+						lines = append(lines, fmt.Sprintf("  %s: %d", joinAttrs(dp.Attributes.ToSlice()), dp.Count))
+					}
+				case metricdata.Sum[int64]:
+					for _, dp := range d.DataPoints {
+						lines = append(lines, fmt.Sprintf("  %s: %d", joinAttrs(dp.Attributes.ToSlice()), dp.Value))
+					}
+				}
+				slices.Sort(lines)
+				fmt.Println(strings.Join(lines, "\n"))
+			}
+		}
+	}
+}
+
+// joinAttrs prints attributes as sorted key=value pairs.
+func joinAttrs(attrs []attribute.KeyValue) string {
+	out := make([]string, len(attrs))
+	for i, a := range attrs {
+		out[i] = string(a.Key) + "=" + a.Value.Emit()
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
+}
