@@ -27,9 +27,9 @@ type Report struct {
 	Acquisitions int // holds in the history
 	Overlaps     []Overlap
 	Regressions  []Regression
-	Losses       int // holds whose loss the library signalled
-	Late         int // of those, signalled at or after Until()
-	Unsignalled  int // holds that Unlock found lost without a signal
+	Losses       int    // holds whose loss the library signalled
+	Late         int    // of those, signalled at or after Until()
+	Unsignalled  []Hold // holds that Unlock found lost without a signal
 
 	// WorstMargin is the smallest Until − LossAt over the signalled
 	// losses: how close to the end of validity a holder was told at
@@ -62,7 +62,7 @@ func Check(history []Hold) Report {
 			}
 			rep.Losses++
 		case h.Unsignalled:
-			rep.Unsignalled++
+			rep.Unsignalled = append(rep.Unsignalled, h)
 		}
 	}
 	return rep
@@ -117,13 +117,16 @@ func regressions(holds []Hold) []Regression {
 func (r *Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "acquisitions=%d overlaps=%d token-regressions=%d losses-signalled=%d (late %d) unsignalled-losses=%d worst-loss-margin=%s",
-		r.Acquisitions, len(r.Overlaps), len(r.Regressions), r.Losses, r.Late, r.Unsignalled, r.MarginString())
+		r.Acquisitions, len(r.Overlaps), len(r.Regressions), r.Losses, r.Late, len(r.Unsignalled), r.MarginString())
 	const shown = 3
 	for _, o := range r.Overlaps[:min(shown, len(r.Overlaps))] {
 		fmt.Fprintf(&b, "\n  overlap %v: %s and %s", o.By, o.First, o.Second)
 	}
 	for _, g := range r.Regressions[:min(shown, len(r.Regressions))] {
 		fmt.Fprintf(&b, "\n  token regression: %s then %s", g.Prev, g.Next)
+	}
+	for _, h := range r.Unsignalled[:min(shown, len(r.Unsignalled))] {
+		fmt.Fprintf(&b, "\n  unsignalled loss: %s, Until %v", h, h.Until.Round(time.Microsecond))
 	}
 	return b.String()
 }

@@ -56,8 +56,8 @@ func TestCheckHandMadeHistories(t *testing.T) {
 			if got := len(rep.Regressions); got != tt.regressions {
 				t.Errorf("regressions = %d, want %d\n%s", got, tt.regressions, &rep)
 			}
-			if rep.Losses != tt.losses || rep.Unsignalled != tt.unsignalled {
-				t.Errorf("losses, unsignalled = %d, %d, want %d, %d", rep.Losses, rep.Unsignalled, tt.losses, tt.unsignalled)
+			if rep.Losses != tt.losses || len(rep.Unsignalled) != tt.unsignalled {
+				t.Errorf("losses, unsignalled = %d, %d, want %d, %d", rep.Losses, len(rep.Unsignalled), tt.losses, tt.unsignalled)
 			}
 			if tt.losses > 0 && rep.WorstMargin != tt.worstMargin {
 				t.Errorf("WorstMargin = %v, want %v", rep.WorstMargin, tt.worstMargin)
