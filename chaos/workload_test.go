@@ -15,8 +15,8 @@ import (
 )
 
 // A contention is a set of holders competing for one key: each goroutine
-// of each client loops Lock, work for a random while, Unlock — recording
-// every hold — until stopped.
+// of each client loops Lock (or TryLock), work for a random while, Unlock —
+// recording every hold — until stopped.
 type contention struct {
 	rec        *chaos.Recorder
 	clients    []*redlock.Client
@@ -27,7 +27,7 @@ type contention struct {
 	opts       []redlock.Option
 
 	held     atomic.Int32 // holds in progress
-	attempts atomic.Int64 // Lock calls that gave up (no quorum before their deadline)
+	attempts atomic.Int64 // Lock calls that gave up at their deadline, and refused TryLocks
 	mu       sync.Mutex
 	errs     []error // unexpected errors, reported by stop
 }
