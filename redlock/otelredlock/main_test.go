@@ -197,6 +197,14 @@ func attr(s sdktrace.ReadOnlySpan, k attribute.Key) (attribute.Value, bool) {
 	return attribute.Value{}, false
 }
 
+// unlock releases l, failing t if the release was not confirmed.
+func unlock(t *testing.T, l *redlock.Lock) {
+	t.Helper()
+	if err := l.Unlock(context.Background()); err != nil {
+		t.Errorf("Unlock: %v", err)
+	}
+}
+
 func ctxFor(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)

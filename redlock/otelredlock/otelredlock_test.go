@@ -34,7 +34,7 @@ func TestTryLockRecordsSpanAndDuration(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TryLock: %v", err)
 	}
-	defer l.Unlock(context.Background())
+	defer unlock(t, l)
 
 	spans := tm.ended()
 	if len(spans) != 1 {
@@ -77,7 +77,7 @@ func TestHeldKeyRecordsNotObtained(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first TryLock: %v", err)
 	}
-	defer l.Unlock(context.Background())
+	defer unlock(t, l)
 	if _, err := c.TryLock(ctx, "k"); !errors.Is(err, redlock.ErrNotObtained) {
 		t.Fatalf("second TryLock: %v, want ErrNotObtained", err)
 	}
@@ -113,7 +113,7 @@ func TestLockResults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("holder TryLock: %v", err)
 	}
-	defer holder.Unlock(context.Background())
+	defer unlock(t, holder)
 	cases := []struct {
 		name, result string
 		end          func(cancel context.CancelFunc, c *redlock.Client) error
