@@ -3,15 +3,12 @@ package chaos_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"testing"
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/chaos"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
-
-var knownBugs = flag.Bool("chaos.knownbugs", false, "also run the scenarios that fail on known library bugs")
 
 // A master that restarts empty at once breaks Redlock's persistence
 // assumption: with restart detection off (WithRestartGuard(0)), two clients
@@ -30,15 +27,10 @@ func TestImmediateEmptyRestartWithoutDetectionOverlaps(t *testing.T) {
 // The same restart with detection on (the default guard: one TTL): the
 // restarted master's grant is not counted until it has been up for the
 // guard, which outlasts A's validity, so B is refused and nothing overlaps.
-//
-// It fails on two known library bugs, so it runs only with -chaos.knownbugs
-// (docs/CHAOS.md, "Known library bugs"): uptime_in_seconds reads 1 after as
-// little as a few ms of real uptime, and a node refused once as restarted is
-// counted on the next attempt without being asked again.
+// (Both once failed here: uptime_in_seconds overstated by up to a second, and
+// a node refused once as restarted counted on the next attempt; the
+// quarantine is now timed on the client's clock and asked about each grant.)
 func TestImmediateEmptyRestartWithDetectionIsSafe(t *testing.T) {
-	if !*knownBugs {
-		t.Skip("fails on known restart-detection bugs (docs/CHAOS.md); run with -chaos.knownbugs")
-	}
 	rep, bWon := immediateEmptyRestart(t, redlock.WithRestartGuard(ttl))
 	t.Logf("%s: %s", t.Name(), &rep)
 	if bWon {

@@ -6,9 +6,8 @@
 -- KEYS[4] the waiters' leases: a sorted set of owners by lease end (server ms)
 -- ARGV[1] owner, ARGV[2] hold id, ARGV[3] TTL in ms,
 -- ARGV[4] ticket ("" for a one-shot attempt, which never queues), ARGV[5] queue lease in ms,
--- ARGV[6] restart detection: "0" off; "1" report the node's run_id and uptime
--- with a fresh grant; "2" only when the key's fencing counter was absent — a
--- new key, or a node that lost its data (the only case detection is for)
+-- ARGV[6] restart detection: "1" to report the node's run_id and uptime with
+-- a fresh grant, "0" not to
 -- Returns {1, fencing token[, uptime in s, run_id]} when granted; {0, remaining
 -- TTL in ms} when refused (0 when the lock is free but a waiter is ahead).
 local owner = redis.call('HGET', KEYS[1], 'owner')
@@ -66,7 +65,7 @@ if not owner then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   leave()
   local token = redis.call('INCR', KEYS[2])
-  if ARGV[6] == '1' or (ARGV[6] == '2' and token == 1) then
+  if ARGV[6] == '1' then
     -- A node restarted without its data may grant a key that a holder still
     -- holds elsewhere: the client compares run_ids and uptimes.
     -- (Servers whose scripts cannot call INFO server just skip detection.)

@@ -31,10 +31,11 @@ func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *confi
 			c.releaseOn(context.Background(), n, ks, id, l.releaseKind(), l.token)
 		} // otherwise the grant is part of the held lock, and Unlock will release it
 	}
-	calls := c.acquireCalls(ks, cfg, id, ticket)
+	sc := newScriptCall(acquireScript, ks.acquireKeys(), id.owner, id.hold,
+		cfg.ttl.Milliseconds(), ticket, cfg.queueLease().Milliseconds(), cfg.detectRestarts())
 	start := cfg.clock.Now()
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[int64] {
-		reply, err := c.exec(ctx, n, calls[n]).Slice()
+		reply, err := c.exec(ctx, n, sc).Slice()
 		return c.acquireVote(n, cfg, reply, err)
 	})
 	until := clock.Validity(start, cfg.ttl, cfg.driftFactor)
@@ -60,28 +61,6 @@ func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *confi
 	return nil, retryHint(&t), quorumError(c, "lock", key, ErrNotObtained, &t)
 }
 
-// acquireCalls returns each node's acquire.lua call: one for the nodes whose
-// run_id this Client knows, another for those it does not (restart detection
-// asks those for it with every fresh grant).
-func (c *Client) acquireCalls(ks *keyset, cfg *config, id identity, ticket string) []*scriptCall {
-	mk := func(known bool) *scriptCall {
-		return newScriptCall(acquireScript, ks.acquireKeys(), id.owner, id.hold,
-			cfg.ttl.Milliseconds(), ticket, cfg.queueLease().Milliseconds(), cfg.detectRestarts(known))
-	}
-	known, calls := mk(true), make([]*scriptCall, len(c.nodes))
-	var fresh *scriptCall
-	for n, node := range c.nodes {
-		calls[n] = known
-		if !node.knowsRunID() {
-			if fresh == nil {
-				fresh = mk(false)
-			}
-			calls[n] = fresh
-		}
-	}
-	return calls
-}
-
 // acquireVote reads node n's reply to acquire.lua.
 func (c *Client) acquireVote(n int, cfg *config, reply []any, err error) quorum.Vote[int64] {
 	if err != nil {
@@ -95,9 +74,13 @@ func (c *Client) acquireVote(n int, cfg *config, reply []any, err error) quorum.
 	if granted != 1 {
 		return quorum.Vote[int64]{Outcome: quorum.Refused, Value: value}
 	}
-	if uptime, ok := replyInt(reply, 2); ok && len(reply) > 3 {
-		runID, _ := reply[3].(string)
-		if err := c.nodes[n].checkRestart(runID, time.Duration(uptime)*time.Second, cfg.restartGuard()); err != nil {
+	if guard := cfg.restartGuard(); guard > 0 {
+		uptime, _ := replyInt(reply, 2)
+		runID := ""
+		if len(reply) > 3 {
+			runID, _ = reply[3].(string)
+		}
+		if err := c.nodes[n].admit(runID, time.Duration(uptime)*time.Second, guard, cfg.clock.Now()); err != nil {
 			// Not counted; like any failure, undone if the attempt fails.
 			return quorum.Vote[int64]{Outcome: quorum.Failed, Value: value, Err: err}
 		}

@@ -36,34 +36,36 @@ type node struct {
 	rdb  redis.UniversalClient
 	addr string // "" when the client type exposes none
 
-	mu        sync.Mutex
-	runID     string // as last seen in a grant; "" before the first
-	restarted bool   // the run_id changed, and the node is younger than the guard
+	mu         sync.Mutex
+	runID      string    // as last seen in a grant; "" before the first
+	quarantine time.Time // grants before this instant are not counted
 }
 
-// knowsRunID reports whether a grant has told this Client the node's run_id.
-func (n *node) knowsRunID() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.runID != ""
-}
+// uptimeSlack covers Redis's uptime_in_seconds, which counts whole seconds
+// of wall-clock time and so may read up to a second more than has passed.
+const uptimeSlack = time.Second
 
-// checkRestart records the run_id a grant came with and returns
-// ErrNodeRestarted if the node restarted since this Client last heard from it
-// and has been up for less than guard: it may have lost keys that holders
-// still count on. A Client that first hears from a node after its restart
-// cannot tell.
-func (n *node) checkRestart(runID string, uptime, guard time.Duration) error {
+// admit decides whether node n's grant counts. If the grant reports a
+// run_id other than the one this Client last saw, the node restarted — maybe
+// without its data, so it may have granted a key that a holder still holds
+// elsewhere — and its grants are not counted until it has been up for guard,
+// timed on this Client's clock from now (its uptime, less the slack, shortens
+// the wait). A Client that first hears from a node after its restart cannot
+// tell.
+func (n *node) admit(runID string, uptime, guard time.Duration, now time.Time) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if runID != "" && runID != n.runID {
-		n.restarted = n.runID != ""
+		if n.runID != "" {
+			if wait := min(guard, guard-(uptime-uptimeSlack)); wait > 0 {
+				n.quarantine = now.Add(wait)
+			}
+		}
 		n.runID = runID
 	}
-	if n.restarted && uptime < guard {
-		return fmt.Errorf("%w (up %v of %v)", ErrNodeRestarted, uptime, guard)
+	if left := n.quarantine.Sub(now); left > 0 {
+		return fmt.Errorf("%w (%v more)", ErrNodeRestarted, left.Round(time.Millisecond))
 	}
-	n.restarted = false
 	return nil
 }
 

@@ -58,8 +58,8 @@
 //   - No key is evicted: masters run with maxmemory-policy noeviction.
 //
 // The holder is told before its validity ends: Done() closes and Err()
-// returns ErrLockLost at least one node timeout before Until(), and Do
-// cancels the ctx it handed to the function. What the library cannot do is
+// returns ErrLockLost a tenth of the TTL (at least one node timeout) before
+// Until(), and Do cancels the ctx it handed to the function. What the library cannot do is
 // stop a holder that ignores this — or one paused (GC, swap, SIGSTOP) past
 // its validity — from writing afterwards. Fencing tokens close that gap:
 // Token() grows with each holding of a key, and a store that rejects writes

@@ -84,8 +84,8 @@ func (l *Lock) Until() time.Time {
 }
 
 // Done returns a channel that is closed when the lock ends: released, lost,
-// or its Client closed. A lost lock's channel closes before Until(), with at
-// least one node timeout to spare.
+// or its Client closed. A lost lock's channel closes before Until(), with a
+// tenth of the TTL (at least one node timeout) to spare.
 func (l *Lock) Done() <-chan struct{} { return l.life.Done() }
 
 // Err returns nil while the lock is held; then why it ended: ErrNotHeld after

@@ -83,7 +83,8 @@ func nodeFailures[T any](c *Client, op, key string, t *quorum.Tally[T]) {
 		return
 	}
 	for n, v := range t.Votes {
-		if v.Outcome == quorum.Failed {
+		// A node Unlock left to its acquire's late answer has not failed.
+		if v.Outcome == quorum.Failed && v.Err != errInFlight {
 			for _, o := range c.cfg.observers {
 				o.NodeFailed(op, key, NodeVote{Node: n, Addr: c.nodes[n].addr, Outcome: v.Outcome, Err: v.Err})
 			}

@@ -50,7 +50,9 @@ func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor 
 // WithAutoRenew turns the watchdog on or off. On (the default), a held lock
 // is extended through the quorum every TTL/3 until Unlock or Close; if
 // renewal cannot reach a majority before the validity runs out, the lock is
-// lost and Done() closes first. Off, the lock simply ends with its validity.
+// lost and Done() closes first — a tenth of the TTL (at least one node
+// timeout) before Until(). Off, the lock ends the same margin before its
+// validity does.
 func WithAutoRenew(on bool) Option { return func(c *config) { c.autoRenew = on } }
 
 // WithMaxWait bounds how long Lock and Do wait when their context has no
@@ -88,9 +90,9 @@ func WithOwner(owner string) Option {
 // of these masters uses; 0 turns detection off (for masters with
 // appendfsync always, where a restart keeps the keys). By default the guard
 // is the acquisition's own TTL. Detection costs an INFO server inside the
-// acquire script on a node's first grant to this Client and whenever the
-// node has no fencing counter for the key (a new key, or a node that lost
-// its data); other grants cost nothing more.
+// acquire script with every fresh grant (not with refusals or re-sent
+// attempts). A Client that first hears from a node after its restart cannot
+// tell: the quarantine protects the holders of Clients that knew the node.
 func WithRestartGuard(d time.Duration) Option {
 	return func(c *config) { c.guardWindow, c.guardSet = d, true }
 }
@@ -179,8 +181,13 @@ func (c *config) drift() time.Duration { return clock.Drift(c.ttl, c.driftFactor
 
 // guard is how long before the end of validity a lock that was not renewed
 // is declared lost, so that Done() closes strictly before Until() with time
-// to stop the work: one node timeout, the time one more renewal would take.
-func (c *config) guard() time.Duration { return c.nodeTimeout }
+// to stop the work: a tenth of the TTL, at least one node timeout (the time
+// one more renewal would take), at most a third of the validity (so that
+// renewals at TTL/3 come first). The margin also absorbs a late timer: a
+// loaded process fires timers tens of milliseconds late.
+func (c *config) guard() time.Duration {
+	return min(max(c.nodeTimeout, c.ttl/10), (c.ttl-c.drift())/3)
+}
 
 // renewEvery is the watchdog's period; renewRetry its pace after a failure.
 func (c *config) renewEvery() time.Duration { return c.ttl / 3 }
@@ -200,16 +207,10 @@ func (c *config) restartGuard() time.Duration {
 	return c.ttl
 }
 
-// detectRestarts is acquire.lua's ARGV[6] for a node whose run_id is known
-// or not: without a baseline every fresh grant reports it; with one, only
-// grants on a node that had no fencing counter for the key — which a node
-// that lost its data never has.
-func (c *config) detectRestarts(known bool) string {
-	switch {
-	case c.restartGuard() <= 0:
-		return "0"
-	case known:
-		return "2"
+// detectRestarts is acquire.lua's ARGV[6].
+func (c *config) detectRestarts() string {
+	if c.restartGuard() > 0 {
+		return "1"
 	}
-	return "1"
+	return "0"
 }

@@ -4,6 +4,9 @@
 # lab's fast-clock master). Go itself is expected to be installed.
 set -euo pipefail
 missing=()
+# faketime (chaos: a master with a fast clock) hangs jemalloc, which Debian's
+# redis-server uses; the chaos lab preloads tcmalloc instead.
+ldconfig -p 2>/dev/null | grep -q libtcmalloc_minimal.so.4 || missing+=(libtcmalloc-minimal4)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v faketime >/dev/null 2>&1 || missing+=(faketime)
 [ ${#missing[@]} -eq 0 ] && exit 0
