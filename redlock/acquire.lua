@@ -6,9 +6,10 @@
 -- KEYS[4] the waiters' leases: a sorted set of owners by lease end (server ms)
 -- ARGV[1] owner, ARGV[2] hold id, ARGV[3] TTL in ms,
 -- ARGV[4] ticket ("" for a one-shot attempt, which never queues), ARGV[5] queue lease in ms,
--- ARGV[6] restart detection: "1" to report the node's run_id and uptime with
--- a fresh grant, "0" not to
--- Returns {1, fencing token[, uptime in s, run_id]} when granted; {0, remaining
+-- ARGV[6] restart detection: "" off; else the node's LASTSAVE as this client
+-- last saw it, or "?" if it cannot rely on one yet: when it differs, a fresh
+-- grant also reports the node's uptime, run_id, LASTSAVE and clock (s)
+-- Returns {1, fencing token[, uptime in s, run_id, LASTSAVE, time in s]} when granted; {0, remaining
 -- TTL in ms} when refused (0 when the lock is free but a waiter is ahead).
 local owner = redis.call('HGET', KEYS[1], 'owner')
 local hold = 'h:' .. ARGV[2]
@@ -65,15 +66,20 @@ if not owner then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   leave()
   local token = redis.call('INCR', KEYS[2])
-  if ARGV[6] == '1' then
+  if ARGV[6] ~= '' then
     -- A node restarted without its data may grant a key that a holder still
-    -- holds elsewhere: the client compares run_ids and uptimes.
-    -- (Servers whose scripts cannot call INFO server just skip detection.)
-    local info = redis.pcall('INFO', 'server')
-    if type(info) == 'string' then
-      local uptime, run_id = string.match(info, 'uptime_in_seconds:(%d+)'), string.match(info, 'run_id:(%x+)')
-      if uptime and run_id then
-        return {1, token, tonumber(uptime), run_id}
+    -- holds elsewhere: the client compares run_ids. LASTSAVE, reset when a
+    -- node starts (and by each save), costs next to nothing; the dearer INFO
+    -- server is asked only when it changed. (Servers whose scripts cannot
+    -- call INFO server just skip detection.)
+    local saved = tostring(redis.pcall('LASTSAVE'))
+    if saved ~= ARGV[6] then
+      local info = redis.pcall('INFO', 'server')
+      if type(info) == 'string' then
+        local uptime, run_id = string.match(info, 'uptime_in_seconds:(%d+)'), string.match(info, 'run_id:(%x+)')
+        if uptime and run_id then
+          return {1, token, tonumber(uptime), run_id, saved, tostring(redis.call('TIME')[1])}
+        end
       end
     end
   end

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/clock"
@@ -31,11 +32,10 @@ func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *confi
 			c.releaseOn(context.Background(), n, ks, id, l.releaseKind(), l.token)
 		} // otherwise the grant is part of the held lock, and Unlock will release it
 	}
-	sc := newScriptCall(acquireScript, ks.acquireKeys(), id.owner, id.hold,
-		cfg.ttl.Milliseconds(), ticket, cfg.queueLease().Milliseconds(), cfg.detectRestarts())
+	calls := c.acquireCalls(ks, cfg, id, ticket)
 	start := cfg.clock.Now()
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[int64] {
-		reply, err := c.exec(ctx, n, sc).Slice()
+		reply, err := c.exec(ctx, n, calls[n]).Slice()
 		return c.acquireVote(n, cfg, reply, err)
 	})
 	until := clock.Validity(start, cfg.ttl, cfg.driftFactor)
@@ -61,6 +61,21 @@ func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *confi
 	return nil, retryHint(&t), quorumError(c, "lock", key, ErrNotObtained, &t)
 }
 
+// acquireCalls returns each node's acquire.lua call: with restart detection
+// on, each carries the node's LASTSAVE as this Client last saw it.
+func (c *Client) acquireCalls(ks *keyset, cfg *config, id identity, ticket string) []*scriptCall {
+	base := newScriptCall(acquireScript, ks.acquireKeys(), id.owner, id.hold,
+		cfg.ttl.Milliseconds(), ticket, cfg.queueLease().Milliseconds(), "")
+	calls := make([]*scriptCall, len(c.nodes))
+	for n, node := range c.nodes {
+		calls[n] = base
+		if cfg.detectRestarts() {
+			calls[n] = base.withLast(node.lastSaved())
+		}
+	}
+	return calls
+}
+
 // acquireVote reads node n's reply to acquire.lua.
 func (c *Client) acquireVote(n int, cfg *config, reply []any, err error) quorum.Vote[int64] {
 	if err != nil {
@@ -75,12 +90,16 @@ func (c *Client) acquireVote(n int, cfg *config, reply []any, err error) quorum.
 		return quorum.Vote[int64]{Outcome: quorum.Refused, Value: value}
 	}
 	if guard := cfg.restartGuard(); guard > 0 {
-		uptime, _ := replyInt(reply, 2)
-		runID := ""
-		if len(reply) > 3 {
-			runID, _ = reply[3].(string)
+		var s startInfo
+		if len(reply) >= 6 {
+			uptime, _ := replyInt(reply, 2)
+			s.uptime = time.Duration(uptime) * time.Second
+			s.runID, _ = reply[3].(string)
+			s.saved, _ = reply[4].(string)
+			clock, _ := reply[5].(string)
+			s.sinceSave = secondsBetween(s.saved, clock)
 		}
-		if err := c.nodes[n].admit(runID, time.Duration(uptime)*time.Second, guard, cfg.clock.Now()); err != nil {
+		if err := c.nodes[n].admit(s, guard, cfg.clock.Now()); err != nil {
 			// Not counted; like any failure, undone if the attempt fails.
 			return quorum.Vote[int64]{Outcome: quorum.Failed, Value: value, Err: err}
 		}
@@ -111,4 +130,15 @@ func (c *Client) isClosed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.closed
+}
+
+// secondsBetween returns to − from, two decimal counts of seconds, or 0 if
+// either does not parse.
+func secondsBetween(from, to string) time.Duration {
+	f, err1 := strconv.ParseInt(from, 10, 64)
+	t, err2 := strconv.ParseInt(to, 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(t-f) * time.Second
 }

@@ -30,7 +30,7 @@ func TestResentAttemptIsIdempotent(t *testing.T) {
 	send := func() []int64 {
 		t.Helper()
 		tally := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[int64] {
-			reply, err := c.exec(ctx, n, newScriptCall(acquireScript, ks.acquireKeys(), id.owner, id.hold, cfg.ttl.Milliseconds(), "", 1000, "0")).Slice()
+			reply, err := c.exec(ctx, n, newScriptCall(acquireScript, ks.acquireKeys(), id.owner, id.hold, cfg.ttl.Milliseconds(), "", 1000, "")).Slice()
 			return c.acquireVote(n, &cfg, reply, err)
 		})
 		if !tally.Won() || tally.Count(quorum.Granted) != 3 {
@@ -55,7 +55,7 @@ func TestResentAttemptIsIdempotent(t *testing.T) {
 	// A different owner is refused while it is held.
 	other := identity{owner: "owner-2", hold: "hold-2"}
 	for i := range nodes {
-		reply, err := c.exec(ctx, i, newScriptCall(acquireScript, ks.acquireKeys(), other.owner, other.hold, cfg.ttl.Milliseconds(), "", 1000, "0")).Slice()
+		reply, err := c.exec(ctx, i, newScriptCall(acquireScript, ks.acquireKeys(), other.owner, other.hold, cfg.ttl.Milliseconds(), "", 1000, "")).Slice()
 		v := c.acquireVote(i, &cfg, reply, err)
 		if v.Outcome != quorum.Refused || v.Value <= 0 {
 			t.Errorf("node %d: another owner's attempt = %v (pttl %d), want refused with the remaining TTL", i, v.Outcome, v.Value)

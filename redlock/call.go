@@ -24,6 +24,13 @@ func newScriptCall(s *script, keys []string, args ...any) *scriptCall {
 	return &scriptCall{src: s.src, evalsha: append(a, args...)}
 }
 
+// withLast returns a copy of sc whose last argument is v.
+func (sc *scriptCall) withLast(v any) *scriptCall {
+	a := slices.Clone(sc.evalsha)
+	a[len(a)-1] = v
+	return &scriptCall{src: sc.src, evalsha: a}
+}
+
 // exec runs sc on node n. A node that does not have the script cached (it
 // restarted, or its cache was flushed) gets it by EVAL, under a budget of its
 // own: ctx may be spent by then, and a command under a spent ctx is silently

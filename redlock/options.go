@@ -89,10 +89,14 @@ func WithOwner(owner string) Option {
 // run out keeps such restarts safe. d must cover the longest TTL any client
 // of these masters uses; 0 turns detection off (for masters with
 // appendfsync always, where a restart keeps the keys). By default the guard
-// is the acquisition's own TTL. Detection costs an INFO server inside the
-// acquire script with every fresh grant (not with refusals or re-sent
-// attempts). A Client that first hears from a node after its restart cannot
-// tell: the quarantine protects the holders of Clients that knew the node.
+// is the acquisition's own TTL. Detection reads the node's LASTSAVE with
+// every fresh grant — reset when a node starts, it costs next to nothing — and
+// asks for run_id and uptime (INFO server) only when LASTSAVE changed since
+// this Client last saw it: after a restart, or a save. A restart within the
+// same second as the node's previous start or save is not noticed (LASTSAVE
+// counts whole seconds), and a Client that first hears from a node after its
+// restart cannot tell: the quarantine protects the holders of Clients that
+// knew the node.
 func WithRestartGuard(d time.Duration) Option {
 	return func(c *config) { c.guardWindow, c.guardSet = d, true }
 }
@@ -207,10 +211,5 @@ func (c *config) restartGuard() time.Duration {
 	return c.ttl
 }
 
-// detectRestarts is acquire.lua's ARGV[6].
-func (c *config) detectRestarts() string {
-	if c.restartGuard() > 0 {
-		return "1"
-	}
-	return "0"
-}
+// detectRestarts reports whether acquisitions check for restarted nodes.
+func (c *config) detectRestarts() bool { return c.restartGuard() > 0 }
