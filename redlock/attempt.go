@@ -41,8 +41,9 @@ func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *confi
 	until := clock.Validity(start, cfg.ttl, cfg.driftFactor)
 	nodeFailures(c, "lock", key, &t)
 	if t.Won() && cfg.clock.Now().Before(until) {
-		if token, ok := c.fence(ctx, cfg, ks, &t); ok && cfg.clock.Now().Before(until) {
+		if token, ok, fenced := c.fence(ctx, cfg, ks, &t); ok && cfg.clock.Now().Before(until) {
 			l = c.newLock(key, ks, cfg, id, token, until, &t)
+			l.fenced = fenced
 		}
 	}
 	close(decided)

@@ -12,10 +12,17 @@ import (
 // next majority intersects it, and its token is larger. It reports false if
 // fewer than a majority could be brought up to the token: the acquisition
 // must then fail, or the next holder's token might not be larger.
-func (c *Client) fence(ctx context.Context, cfg *config, ks *keyset, won *quorum.Tally[int64]) (int64, bool) {
+//
+// It also returns which nodes are known to hold a counter at least as large
+// as the token: Unlock need not raise theirs.
+func (c *Client) fence(ctx context.Context, cfg *config, ks *keyset, won *quorum.Tally[int64]) (int64, bool, []bool) {
 	token, behind := fencePlan(won)
+	fenced := make([]bool, len(won.Votes))
+	for n, v := range won.Votes {
+		fenced[n] = v.Outcome == quorum.Granted && v.Value >= token
+	}
 	if len(behind) == 0 {
-		return token, true
+		return token, true, fenced
 	}
 	r := round[int64](c, cfg)
 	r.Decided = func(t *quorum.Tally[int64]) bool { return t.Won() }
@@ -33,7 +40,10 @@ func (c *Client) fence(ctx context.Context, cfg *config, ks *keyset, won *quorum
 		}
 		return quorum.Vote[int64]{Outcome: quorum.Granted, Value: have}
 	})
-	return token, t.Won()
+	for n, v := range t.Votes {
+		fenced[n] = v.Outcome == quorum.Granted && v.Value >= token
+	}
+	return token, t.Won(), fenced
 }
 
 // fencePlan returns the token of a won round — the largest counter among the

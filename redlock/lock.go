@@ -24,6 +24,7 @@ type Lock struct {
 	ks         keyset
 	id         identity
 	extendCall *scriptCall // extend.lua's call, the same for the lock's life
+	fenced     []bool      // nodes known to hold a fencing counter ≥ token
 	token      int64
 
 	life context.Context // ends when the lock does; its cause is Err()
@@ -176,7 +177,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if !l.finish(ErrNotHeld, true) {
 		return ErrNotHeld
 	}
-	t := l.c.release(ctx, &l.cfg, &l.ks, l.id, l.releaseKind(), l.token, l.stillInFlight())
+	t := l.c.release(ctx, &l.cfg, &l.ks, l.id, l.releaseKind(), l.token, l.fenced, l.stillInFlight())
 	nodeFailures(l.c, "unlock", l.key, &t)
 	switch {
 	case prior != nil:

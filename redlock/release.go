@@ -18,15 +18,24 @@ const (
 
 // release undoes a holding on every node, in parallel, each call under the
 // node timeout, detached from ctx's cancellation. token, when positive, is
-// raised onto every answering node's counter. Nodes marked in skip are left
+// raised onto the counter of every answering node not marked in fenced
+// (those already hold one at least as large). Nodes marked in skip are left
 // out: their acquire is still in flight, and its Late releases them.
-func (c *Client) release(ctx context.Context, cfg *config, ks *keyset, id identity, kind releaseKind, token int64, skip []bool) quorum.Tally[int64] {
+func (c *Client) release(ctx context.Context, cfg *config, ks *keyset, id identity, kind releaseKind, token int64, fenced, skip []bool) quorum.Tally[int64] {
 	r := round[int64](c, cfg)
 	r.Decided = func(t *quorum.Tally[int64]) bool { return t.Won() || t.Count(quorum.Refused) >= t.Need }
-	sc := releaseCall(ks, id, kind, token)
+	raise := releaseCall(ks, id, kind, token)
+	plain := raise
+	if fenced != nil {
+		plain = raise.withLast(int64(0))
+	}
 	return r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[int64] {
 		if skip != nil && skip[n] {
 			return quorum.Vote[int64]{Outcome: quorum.Failed, Err: errInFlight}
+		}
+		sc := raise
+		if fenced != nil && fenced[n] {
+			sc = plain
 		}
 		return releaseVote(c.exec(ctx, n, sc).Int64())
 	})
