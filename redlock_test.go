@@ -16,12 +16,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// go-redis's own pool goroutines (idle reaper, redial after a refused
-	// dial) belong to the redis clients, which the tests close; anything else
-	// left running is the library's.
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"),
-		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+	goleak.VerifyTestMain(m, redislab.LeakIgnores()...)
 }
 
 // fiveNodeClients returns n independent Clients over one five-node lab, each
@@ -213,8 +208,8 @@ func TestLifecycle(t *testing.T) {
 	}
 	// The lab's own goroutines (process waits, redis pool reapers) live until
 	// the test's cleanup; anything else is the library's.
-	if err := goleak.Find(goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"),
-		goleak.IgnoreAnyFunction("github.com/seed818c56a1/quorumlock/internal/redislab.spawn.func1")); err != nil {
+	if err := goleak.Find(append(redislab.LeakIgnores(),
+		goleak.IgnoreAnyFunction("github.com/seed818c56a1/quorumlock/internal/redislab.spawn.func1"))...); err != nil {
 		t.Errorf("goroutines left after Unlock and Close: %v", err)
 	}
 }

@@ -17,7 +17,6 @@ import (
 const (
 	ttl         = 500 * time.Millisecond
 	nodeTimeout = 50 * time.Millisecond
-	poll        = 2 * time.Millisecond // pace of every wait for a condition
 )
 
 // startLab starts n masters that the test controls (Kill, Restart, Pause).
@@ -52,13 +51,7 @@ func newClient(t *testing.T, nodes []redis.UniversalClient, opts ...redlock.Opti
 // waitFor polls cond until it holds, failing t after d.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for: %s", d, what)
-		}
-		time.Sleep(poll)
-	}
+	redislab.Eventually(t, d, what, cond)
 }
 
 // testCtx returns a context cancelled after d or at the end of the test.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
 	"go.uber.org/goleak"
 )
 
@@ -15,7 +16,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("CHAOS_REDIS_LOG") == "" {
 		redis.SetLogger(quiet{})
 	}
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"))
+	goleak.VerifyTestMain(m, redislab.LeakIgnores()...)
 }
 
 // quiet is a go-redis logger that drops everything.

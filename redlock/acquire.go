@@ -18,12 +18,9 @@ import (
 // attempt is undone on every node that may have granted it — including those
 // that did not answer in time — in the background, detached from ctx.
 func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
-	cfg, err := c.resolve(key, opts)
+	cfg, err := c.enter(key, opts)
 	if err != nil {
 		return nil, err
-	}
-	if !c.begin() {
-		return nil, ErrClosed
 	}
 	defer c.end()
 	if err := ctx.Err(); err != nil {
@@ -60,12 +57,9 @@ func (c *Client) observe(ctx context.Context, key string, wait bool) (context.Co
 // context.DeadlineExceeded after the maximum wait), and errors.As gives the
 // last attempt's *QuorumError.
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
-	cfg, err := c.resolve(key, opts)
+	cfg, err := c.enter(key, opts)
 	if err != nil {
 		return nil, err
-	}
-	if !c.begin() {
-		return nil, ErrClosed
 	}
 	defer c.end()
 	if _, ok := ctx.Deadline(); !ok {
@@ -157,10 +151,18 @@ func (cfg *config) identity() identity {
 	return identity{owner: rand.Text()}
 }
 
-// resolve applies opts over the Client's defaults and checks key.
-func (c *Client) resolve(key string, opts []Option) (config, error) {
+// enter checks key and applies opts over the Client's defaults, then counts
+// the call in flight; on success the caller must call c.end.
+func (c *Client) enter(key string, opts []Option) (config, error) {
 	if key == "" {
 		return config{}, invalid("empty key")
 	}
-	return c.cfg.with(opts)
+	cfg, err := c.cfg.with(opts)
+	if err != nil {
+		return config{}, err
+	}
+	if !c.begin() {
+		return config{}, ErrClosed
+	}
+	return cfg, nil
 }

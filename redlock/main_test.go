@@ -14,12 +14,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// go-redis's own pool goroutines (idle reaper, redial after a refused
-	// dial) belong to the redis clients, which the tests close; anything else
-	// left running is the library's.
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"),
-		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+	goleak.VerifyTestMain(m, redislab.LeakIgnores()...)
 }
 
 // lab starts n masters and returns a Client over them (closed in Cleanup,
@@ -80,13 +75,7 @@ func countHeld(t *testing.T, nodes []redis.UniversalClient, key string) int {
 // eventually waits until cond holds, failing the test after d.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for: %s", d, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	redislab.Eventually(t, d, what, cond)
 }
 
 func ctxFor(t *testing.T, d time.Duration) context.Context {

@@ -18,11 +18,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// go-redis's own pool goroutines (idle reaper, redial after a refused
-	// dial) belong to the redis clients, which the tests close.
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"),
-		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+	goleak.VerifyTestMain(m, redislab.LeakIgnores()...)
 }
 
 // testNodeTimeout is generous: the suite runs under -race on small shared
@@ -214,11 +210,5 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 // eventually waits until cond holds, failing the test after d.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for: %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	redislab.Eventually(t, d, what, cond)
 }
