@@ -48,9 +48,8 @@ func TestNetworkBlackhole(t *testing.T) {
 	m.onNodes(blackhole, 0, 1)
 	minority := w.rec.Now()
 	pause(ctx, 2*ttl)
-	// Liveness, not safety: logged, not asserted. Contenders that split the
-	// three reachable masters between them each wait a node timeout for the
-	// blackholed two, and the waiters' queue can stall them (see CHAOS.md).
+	// Liveness, not safety: logged, not asserted. Some runs still stall for
+	// this second (see CHAOS.md, "Library bugs found here", item 3).
 	t.Logf("acquisitions while 2 of 5 masters were blackholed: %d in %v", holdsSince(w.rec, minority), 2*ttl)
 	m.onNodes(blackhole, 2)
 	cut := w.rec.Now() + 2*nodeTimeout // attempts in flight may still win

@@ -85,11 +85,11 @@ func (c *Client) wait(ctx context.Context, key string, cfg *config) (*Lock, erro
 			return nil, c.giveUp(ctx, cfg, &ks, id, errors.Join(err, last), wake != nil)
 		}
 		l, hint, err := c.attempt(ctx, key, &ks, cfg, id, ticket)
-		if err == nil || !errors.Is(err, ErrNotObtained) {
-			if wake != nil && (err != nil || hint > 0) { // still queued on some nodes: leave
-				c.spawn(func() { c.leave(ctx, cfg, &ks, id) })
-			}
-			return l, err
+		if err == nil { // the holder keeps its place in line until Unlock takes it out
+			return l, nil
+		}
+		if !errors.Is(err, ErrNotObtained) {
+			return nil, c.giveUp(ctx, cfg, &ks, id, err, wake != nil)
 		}
 		last = err
 		if wake == nil {

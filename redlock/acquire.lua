@@ -20,13 +20,6 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
-local function leave()
-  if queued then
-    redis.call('ZREM', KEYS[3], ARGV[1])
-    redis.call('ZREM', KEYS[4], ARGV[1])
-  end
-end
-
 local function wait_in_line()
   if ARGV[4] == '' then return end
   local lease = now_ms() + tonumber(ARGV[5])
@@ -44,7 +37,6 @@ if owner == ARGV[1] then
   if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then
     redis.call('PEXPIRE', KEYS[1], ARGV[3])
   end
-  leave()
   return {1, tonumber(redis.call('GET', KEYS[2]) or '0')}
 end
 
@@ -62,9 +54,11 @@ if not owner then
       return {0, 0}
     end
   end
+  -- A grant keeps the waiter's place in line: if the attempt fails on the
+  -- other nodes and is undone, it must still be first here next time, or two
+  -- waiters that split the nodes would swap places forever. Unlock removes it.
   redis.call('HSET', KEYS[1], 'owner', ARGV[1], hold, 1)
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  leave()
   local token = redis.call('INCR', KEYS[2])
   if ARGV[6] ~= '' then
     -- A node restarted without its data may grant a key that a holder still

@@ -13,8 +13,7 @@ import (
 
 // attempt runs one acquisition round; ticket is "" for a one-shot attempt
 // that does not queue. On failure it returns the holder's shortest remaining
-// lease among the refusals (0 if none) as a retry hint; on success, 0 if
-// every node granted (and so dropped any queue entry of ours), else 1.
+// lease among the refusals (0 if none) as a retry hint.
 func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *config, id identity, ticket string) (*Lock, time.Duration, error) {
 	id.hold = rand.Text() // a new hold per attempt: undoing this one never undoes the next
 	decided := make(chan struct{})
@@ -48,9 +47,6 @@ func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *confi
 	}
 	close(decided)
 	if l != nil {
-		if t.Count(quorum.Granted) < len(t.Votes) {
-			return l, 1, nil
-		}
 		return l, 0, nil
 	}
 	if t.Count(quorum.Refused) < len(t.Votes) {

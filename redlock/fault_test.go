@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -210,5 +211,43 @@ func TestDoCancelsFnWhenLockLost(t *testing.T) {
 	}
 	if !errors.Is(cause, redlock.ErrLockLost) {
 		t.Errorf("fn's ctx cause = %v, want ErrLockLost", cause)
+	}
+}
+
+// A minority of nodes blackholed must not stop contended waiters: every
+// waiter keeps being served. (Waiters once lost their place in line on the
+// nodes that granted a failed attempt, so two waiters splitting the three
+// reachable nodes swapped places forever: 0 acquisitions in 30 s.)
+func TestContendedWaitersStayLiveWithMinorityBlackholed(t *testing.T) {
+	c, proxies, _ := faultLab(t, 5, redlock.WithNodeTimeout(faultTimeout), redlock.WithTTL(time.Second))
+	ctx := ctxFor(t, 30*time.Second)
+	proxies[3].SetBlackhole(true)
+	proxies[4].SetBlackhole(true)
+	const waiters = 4
+	counts := make([]int, waiters)
+	end := time.Now().Add(2 * time.Second)
+	var wg sync.WaitGroup
+	for w := range waiters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(end) {
+				lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				l, err := c.Lock(lctx, "k")
+				cancel()
+				if err != nil {
+					t.Errorf("waiter %d: %v", w, err)
+					return
+				}
+				counts[w]++
+				time.Sleep(5 * time.Millisecond) // the holder's work
+				l.Unlock(ctx)
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("acquisitions per waiter with 2 of 5 blackholed: %v", counts)
+	if slices.Min(counts) < 3 {
+		t.Errorf("acquisitions per waiter %v in 2 s: a waiter was starved with a minority down", counts)
 	}
 }

@@ -78,7 +78,7 @@ func releaseCall(ks *keyset, id identity, kind releaseKind, token int64) *script
 	case unlockHold:
 		channel = ks.channel
 	}
-	return newScriptCall(releaseScript, []string{ks.lock, ks.fence, ks.queue}, id.owner, id.hold, mode, channel, token)
+	return newScriptCall(releaseScript, []string{ks.lock, ks.fence, ks.queue, ks.leases}, id.owner, id.hold, mode, channel, token)
 }
 
 func releaseVote(reply int64, err error) quorum.Vote[int64] {

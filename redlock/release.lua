@@ -1,5 +1,6 @@
 -- Release: compare-and-delete; never touches another owner's lock.
--- KEYS[1] the lock, KEYS[2] the fencing counter, KEYS[3] the waiters' queue.
+-- KEYS[1] the lock, KEYS[2] the fencing counter, KEYS[3] the waiters' queue,
+-- KEYS[4] its leases.
 -- ARGV[1] owner, ARGV[2] hold id, ARGV[3] "1" to release the whole lock, "0"
 -- to drop only this hold (the lock is deleted when no hold is left),
 -- ARGV[4] the channel to announce a freed lock on, when waiters are queued
@@ -9,6 +10,12 @@
 -- a node restarted empty later cannot hand out a smaller one.
 -- Returns 1 when our hold was there and the lock is now free, 2 when our hold
 -- was dropped but other holds of the same owner remain, 0 when the lock was not ours.
+-- An Unlock (ARGV[4] set) also takes the owner out of the waiters' queue —
+-- on every node it reaches, granted or not — so that the next in line is
+-- first everywhere. KEYS[4] the queue's leases.
+if ARGV[4] ~= '' and redis.call('ZREM', KEYS[3], ARGV[1]) == 1 then
+  redis.call('ZREM', KEYS[4], ARGV[1])
+end
 local token = tonumber(ARGV[5])
 if token > 0 and tonumber(redis.call('GET', KEYS[2]) or '0') < token then
   redis.call('SET', KEYS[2], token)
