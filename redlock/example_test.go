@@ -122,7 +122,9 @@ func ExampleClient_TryLock() {
 	fmt.Println("first:", err, first.Token())
 	_, err = locks.TryLock(ctx, "report")
 	var qe *redlock.QuorumError
-	fmt.Println("second:", errors.Is(err, redlock.ErrNotObtained), errors.As(err, &qe) && qe.Granted == 0)
+	// The first TryLock returned once a majority granted; a node still busy
+	// with it may grant the second, never a majority.
+	fmt.Println("second:", errors.Is(err, redlock.ErrNotObtained), errors.As(err, &qe) && qe.Granted < qe.Need)
 	fmt.Println("unlock:", first.Unlock(ctx))
 	// Output:
 	// first: <nil> 1
