@@ -26,8 +26,10 @@ func TestTryLockExcludesAndUnlockFrees(t *testing.T) {
 	if !errors.Is(err, redlock.ErrNotObtained) || !errors.As(err, &qe) {
 		t.Fatalf("second TryLock = %v, want ErrNotObtained with a *QuorumError", err)
 	}
-	if qe.Granted != 0 || qe.Need != 3 || len(qe.Votes) != 5 || qe.Key != "k" {
-		t.Errorf("QuorumError = %+v, want 0 granted of 5, need 3, key k", qe)
+	// The first TryLock returned at a majority: a node still busy with it may
+	// grant the second attempt, never a majority of them.
+	if qe.Granted >= qe.Need || qe.Need != 3 || len(qe.Votes) != 5 || qe.Key != "k" {
+		t.Errorf("QuorumError = %+v, want fewer than 3 granted of 5, need 3, key k", qe)
 	}
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock: %v", err)
