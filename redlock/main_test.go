@@ -2,7 +2,6 @@ package redlock_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -94,19 +93,4 @@ func containsField(line, field string) bool {
 		}
 	}
 	return false
-}
-
-func stats(t *testing.T, nodes []redis.UniversalClient) int {
-	total := 0
-	for _, n := range nodes {
-		s := n.Info(context.Background(), "commandstats").Val()
-		for _, line := range splitLines(s) {
-			if strings.HasPrefix(line, "cmdstat_evalsha:") {
-				var calls int
-				fmt.Sscanf(strings.TrimPrefix(line, "cmdstat_evalsha:"), "calls=%d", &calls)
-				total += calls
-			}
-		}
-	}
-	return total
 }

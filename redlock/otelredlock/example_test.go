@@ -125,7 +125,7 @@ func printMetrics(rm metricdata.ResourceMetrics, names ...string) {
 func joinAttrs(attrs []attribute.KeyValue) string {
 	out := make([]string, len(attrs))
 	for i, a := range attrs {
-		out[i] = string(a.Key) + "=" + a.Value.Emit()
+		out[i] = string(a.Key) + "=" + a.Value.String()
 	}
 	slices.Sort(out)
 	return strings.Join(out, " ")

@@ -50,7 +50,7 @@ func TestTryLockRecordsSpanAndDuration(t *testing.T) {
 		o.TokenKey: attribute.Int64Value(l.Token()),
 	} {
 		if got, ok := attr(s, k); !ok || got != want {
-			t.Errorf("span attribute %s = %v (present %t), want %v", k, got.Emit(), ok, want.Emit())
+			t.Errorf("span attribute %s = %v (present %t), want %v", k, got.String(), ok, want.String())
 		}
 	}
 	if s.Status().Code != codes.Unset {
