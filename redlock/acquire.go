@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -28,7 +29,7 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock
 	}
 	ctx, done := c.observe(ctx, key, false)
 	ks := newKeyset(cfg.prefix, key)
-	l, _, err := c.attempt(ctx, key, &ks, &cfg, cfg.identity(), "")
+	l, _, err := c.attempt(ctx, key, &ks, &cfg, cfg.identity(), "", nil)
 	done(l, err)
 	return l, err
 }
@@ -80,16 +81,17 @@ func (c *Client) wait(ctx context.Context, key string, cfg *config) (*Lock, erro
 	b := cfg.backoff()
 	var wake <-chan struct{}
 	var last error = ErrNotObtained
+	gone := new(atomic.Bool)
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, c.giveUp(ctx, cfg, &ks, id, errors.Join(err, last), wake != nil)
+			return nil, c.giveUp(ctx, cfg, &ks, id, errors.Join(err, last), wake != nil, gone)
 		}
-		l, hint, err := c.attempt(ctx, key, &ks, cfg, id, ticket)
+		l, hint, err := c.attempt(ctx, key, &ks, cfg, id, ticket, gone)
 		if err == nil { // the holder keeps its place in line until Unlock takes it out
 			return l, nil
 		}
 		if !errors.Is(err, ErrNotObtained) {
-			return nil, c.giveUp(ctx, cfg, &ks, id, err, wake != nil)
+			return nil, c.giveUp(ctx, cfg, &ks, id, err, wake != nil, gone)
 		}
 		last = err
 		if wake == nil {
@@ -102,13 +104,16 @@ func (c *Client) wait(ctx context.Context, key string, cfg *config) (*Lock, erro
 			delay = hint
 		}
 		if err := c.sleep(ctx, cfg.clock, delay, wake); err != nil {
-			return nil, c.giveUp(ctx, cfg, &ks, id, errors.Join(err, last), true)
+			return nil, c.giveUp(ctx, cfg, &ks, id, errors.Join(err, last), true, gone)
 		}
 	}
 }
 
 // giveUp leaves the waiters' queue, if Lock had joined it, and returns err.
-func (c *Client) giveUp(ctx context.Context, cfg *config, ks *keyset, id identity, err error, queued bool) error {
+// It marks the Lock gone first, so that a refusal answering late — after the
+// leave — is undone by the attempt's Late.
+func (c *Client) giveUp(ctx context.Context, cfg *config, ks *keyset, id identity, err error, queued bool, gone *atomic.Bool) error {
+	gone.Store(true)
 	if queued {
 		c.spawn(func() { c.leave(ctx, cfg, ks, id) })
 	}

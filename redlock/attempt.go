@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/clock"
@@ -14,7 +15,11 @@ import (
 // attempt runs one acquisition round; ticket is "" for a one-shot attempt
 // that does not queue. On failure it returns the holder's shortest remaining
 // lease among the refusals (0 if none) as a retry hint.
-func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *config, id identity, ticket string) (*Lock, time.Duration, error) {
+//
+// gone, for a waiting Lock, is set once that Lock has given up: a refusal
+// arriving after it has put the owner back in that node's waiters' queue,
+// which must be undone, or the stale first in line would refuse everyone.
+func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *config, id identity, ticket string, gone *atomic.Bool) (*Lock, time.Duration, error) {
 	id.hold = rand.Text() // a new hold per attempt: undoing this one never undoes the next
 	decided := make(chan struct{})
 	var l *Lock
@@ -25,11 +30,15 @@ func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *confi
 		case l == nil: // the attempt failed; undo skipped n while its call ran
 			if v.Outcome != quorum.Refused {
 				c.releaseOn(context.Background(), n, ks, id, undoHold, 0)
+			} else if gone != nil && gone.Load() {
+				c.leaveOn(context.Background(), n, ks, id)
 			}
-		case l.answered(n) && v.Outcome != quorum.Refused:
-			// Unlock skipped n while its call ran: release it now.
+		case l.answered(n):
+			// Unlock skipped n while its call ran: release it now — a late
+			// refusal too, since it put the owner in n's waiters' queue, and
+			// a stale first in line there would refuse everyone else.
 			c.releaseOn(context.Background(), n, ks, id, l.releaseKind(), l.token)
-		} // otherwise the grant is part of the held lock, and Unlock will release it
+		} // otherwise Unlock, still to come, covers n
 	}
 	calls := c.acquireCalls(ks, cfg, id, ticket)
 	start := cfg.clock.Now()

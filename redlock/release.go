@@ -91,11 +91,22 @@ func releaseVote(reply int64, err error) quorum.Vote[int64] {
 	return quorum.Vote[int64]{Outcome: quorum.Granted, Value: reply}
 }
 
+// leaveOn removes id's owner from the key's waiters' queue on node n alone.
+func (c *Client) leaveOn(ctx context.Context, n int, ks *keyset, id identity) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.nodeTimeout)
+	defer cancel()
+	c.exec(ctx, n, leaveCall(ks, id))
+}
+
+func leaveCall(ks *keyset, id identity) *scriptCall {
+	return newScriptCall(leaveScript, []string{ks.queue, ks.leases, ks.lock}, id.owner, ks.channel)
+}
+
 // leave removes id's owner from the key's waiters' queue on every node.
 func (c *Client) leave(ctx context.Context, cfg *config, ks *keyset, id identity) {
 	r := round[struct{}](c, cfg)
 	r.Decided = func(*quorum.Tally[struct{}]) bool { return false }
-	sc := newScriptCall(leaveScript, []string{ks.queue, ks.leases, ks.lock}, id.owner, ks.channel)
+	sc := leaveCall(ks, id)
 	r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[struct{}] {
 		if err := c.exec(ctx, n, sc).Err(); err != nil {
 			return quorum.Vote[struct{}]{Outcome: quorum.Failed, Err: err}
