@@ -20,7 +20,7 @@ const (
 	embeddedNodes   = 5
 	defaultWorkers  = 8
 	defaultDuration = 5 * time.Second
-	defaultStock    = 100
+	defaultStock    = 300 // enough to keep buying through the faults the demo injects
 	defaultDemoTTL  = 500 * time.Millisecond
 	// purchasePause is the time between reading and writing the stock.
 	purchasePause = time.Millisecond
