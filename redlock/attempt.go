@@ -50,8 +50,7 @@ func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *confi
 	nodeFailures(c, "lock", key, &t)
 	if t.Won() && cfg.clock.Now().Before(until) {
 		if token, ok, fenced := c.fence(ctx, cfg, ks, &t); ok && cfg.clock.Now().Before(until) {
-			l = c.newLock(key, ks, cfg, id, token, until, &t)
-			l.fenced = fenced
+			l = c.newLock(key, ks, cfg, id, token, until, &t, fenced)
 		}
 	}
 	close(decided)

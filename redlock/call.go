@@ -31,6 +31,14 @@ func (sc *scriptCall) withLast(v any) *scriptCall {
 	return &scriptCall{src: sc.src, evalsha: a}
 }
 
+// execAlone runs sc on node n outside any round — a late answer's follow-up
+// — under one node timeout of its own.
+func (c *Client) execAlone(ctx context.Context, n int, sc *scriptCall) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.nodeTimeout)
+	defer cancel()
+	c.exec(ctx, n, sc)
+}
+
 // exec runs sc on node n. A node that does not have the script cached (it
 // restarted, or its cache was flushed) gets it by EVAL, under a budget of its
 // own: ctx may be spent by then, and a command under a spent ctx is silently

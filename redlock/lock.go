@@ -43,8 +43,8 @@ type Lock struct {
 
 // newLock returns the held lock, with its timers armed, or nil if c closed
 // meanwhile.
-func (c *Client) newLock(key string, ks *keyset, cfg *config, id identity, token int64, until time.Time, won *quorum.Tally[int64]) *Lock {
-	l := &Lock{c: c, cfg: *cfg, key: key, ks: *ks, id: id, token: token, until: until,
+func (c *Client) newLock(key string, ks *keyset, cfg *config, id identity, token int64, until time.Time, won *quorum.Tally[int64], fenced []bool) *Lock {
+	l := &Lock{c: c, cfg: *cfg, key: key, ks: *ks, id: id, token: token, until: until, fenced: fenced,
 		extendCall: newScriptCall(extendScript, []string{ks.lock}, id.owner, cfg.ttl.Milliseconds())}
 	for n := range won.Votes {
 		if won.Abandoned(n) {

@@ -62,11 +62,9 @@ func (c *Client) undo(ctx context.Context, cfg *config, ks *keyset, id identity,
 // not answered yet: it is released when that call returns.
 var errInFlight = errors.New("redlock: acquire still in flight on this node; released when it answers")
 
-// releaseOn runs release.lua on node n alone, for a late grant.
+// releaseOn runs release.lua on node n alone, for a late answer.
 func (c *Client) releaseOn(ctx context.Context, n int, ks *keyset, id identity, kind releaseKind, token int64) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.nodeTimeout)
-	defer cancel()
-	c.exec(ctx, n, releaseCall(ks, id, kind, token))
+	c.execAlone(ctx, n, releaseCall(ks, id, kind, token))
 }
 
 // releaseCall is release.lua's call for kind.
@@ -93,9 +91,7 @@ func releaseVote(reply int64, err error) quorum.Vote[int64] {
 
 // leaveOn removes id's owner from the key's waiters' queue on node n alone.
 func (c *Client) leaveOn(ctx context.Context, n int, ks *keyset, id identity) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.nodeTimeout)
-	defer cancel()
-	c.exec(ctx, n, leaveCall(ks, id))
+	c.execAlone(ctx, n, leaveCall(ks, id))
 }
 
 func leaveCall(ks *keyset, id identity) *scriptCall {
