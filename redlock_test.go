@@ -24,6 +24,7 @@ func TestMain(m *testing.M) {
 func fiveNodeClients(t *testing.T, n int, opts ...redlock.Option) []*redlock.Client {
 	t.Helper()
 	lab := redislab.Start(t, 5)
+	lab.Trust(t, redlock.TrustStart)
 	out := make([]*redlock.Client, n)
 	for i := range out {
 		c, err := redlock.New(lab.Clients(t), opts...)

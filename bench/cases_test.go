@@ -90,7 +90,9 @@ func TestSideBySide(t *testing.T) {
 
 // startLab starts the five masters with -bench.appendfsync.
 func startLab(t testing.TB) *redislab.Lab {
-	return redislab.Start(t, labNodes, redislab.WithArgs("--appendfsync", *flagFsync))
+	lab := redislab.Start(t, labNodes, redislab.WithArgs("--appendfsync", *flagFsync))
+	lab.Trust(t, redlock.TrustStart)
+	return lab
 }
 
 // loadavg returns the 1-minute load average, or "?".

@@ -27,6 +27,7 @@ func startLab(t *testing.T, n int, opts ...redislab.Option) *redislab.Lab {
 	t.Helper()
 	opts = append([]redislab.Option{redislab.WithWrapper("env")}, opts...)
 	lab := redislab.Start(t, n, opts...)
+	lab.Trust(t, redlock.TrustStart)
 	lab.RequireControl(t)
 	return lab
 }

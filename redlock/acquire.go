@@ -96,7 +96,7 @@ func (c *Client) wait(ctx context.Context, key string, cfg *config) (*Lock, erro
 		last = err
 		if wake == nil {
 			var stop func()
-			wake, stop = c.bell.listen(ks.channel, id.owner)
+			wake, stop = c.bell.listen(ks.Channel, id.owner)
 			defer stop()
 		}
 		delay := b.NextBackOff()
@@ -159,8 +159,8 @@ func (cfg *config) identity() identity {
 // enter checks key and applies opts over the Client's defaults, then counts
 // the call in flight; on success the caller must call c.end.
 func (c *Client) enter(key string, opts []Option) (config, error) {
-	if key == "" {
-		return config{}, invalid("empty key")
+	if err := checkKey(key); err != nil {
+		return config{}, err
 	}
 	cfg, err := c.cfg.with(opts)
 	if err != nil {

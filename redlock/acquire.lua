@@ -6,11 +6,14 @@
 -- KEYS[4] the waiters' leases: a sorted set of owners by lease end (server ms)
 -- ARGV[1] owner, ARGV[2] hold id, ARGV[3] TTL in ms,
 -- ARGV[4] ticket ("" for a one-shot attempt, which never queues), ARGV[5] queue lease in ms,
--- ARGV[6] restart detection: "" off; else the node's LASTSAVE as this client
+-- ARGV[6] the fencing state's retention in ms.
+-- ARGV[7] restart detection: "" off; else the node's LASTSAVE as this client
 -- last saw it, or "?" if it cannot rely on one yet: when it differs, a fresh
--- grant also reports the node's uptime, run_id, LASTSAVE and clock (s)
--- Returns {1, fencing token[, uptime in s, run_id, LASTSAVE, time in s]} when granted; {0, remaining
--- TTL in ms} when refused (0 when the lock is free but a waiter is ahead).
+-- grant also reports the node's start (see below).
+-- Returns {1, fencing token} when granted, or with start info
+-- {1, token, uptime in s, run_id, LASTSAVE, time in s, vouched 1|0}, or when
+-- the node cannot tell its start {1, token, -1, why}; {0, remaining TTL in
+-- ms} when refused (0 when the lock is free but a waiter is ahead).
 local owner = redis.call('HGET', KEYS[1], 'owner')
 local hold = 'h:' .. ARGV[2]
 local queued = redis.call('EXISTS', KEYS[3]) == 1
@@ -59,22 +62,33 @@ if not owner then
   -- waiters that split the nodes would swap places forever. Unlock removes it.
   redis.call('HSET', KEYS[1], 'owner', ARGV[1], hold, 1)
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  local token = redis.call('INCR', KEYS[2])
-  if ARGV[6] ~= '' then
+  -- The token is the larger of the counter + 1 and this node's clock in
+  -- microseconds: it grows with the counter while the fencing state lives,
+  -- and with the clock once it expired or was lost in an empty restart.
+  local t = redis.call('TIME')
+  local token = math.max(tonumber(redis.call('GET', KEYS[2]) or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  redis.call('SET', KEYS[2], string.format('%d', token), 'PX', ARGV[6])
+  if ARGV[7] ~= '' then
     -- A node restarted without its data may grant a key that a holder still
-    -- holds elsewhere: the client compares run_ids. LASTSAVE, reset when a
-    -- node starts (and by each save), costs next to nothing; the dearer INFO
-    -- server is asked only when it changed. (Servers whose scripts cannot
-    -- call INFO server just skip detection.)
-    local saved = tostring(redis.pcall('LASTSAVE'))
-    if saved ~= ARGV[6] then
+    -- holds elsewhere: the client counts a node's grants only once it has
+    -- been up for the restart guard. LASTSAVE, reset when a node starts (and
+    -- by each save), costs next to nothing; the dearer INFO server is asked
+    -- only when it differs from what this client last saw.
+    local saved = redis.pcall('LASTSAVE')
+    if type(saved) ~= 'number' or tostring(saved) ~= ARGV[7] then
       local info = redis.pcall('INFO', 'server')
-      if type(info) == 'string' then
-        local uptime, run_id = string.match(info, 'uptime_in_seconds:(%d+)'), string.match(info, 'run_id:(%x+)')
-        if uptime and run_id then
-          return {1, token, tonumber(uptime), run_id, saved, tostring(redis.call('TIME')[1])}
-        end
+      if type(info) ~= 'string' then
+        return {1, token, -1, 'INFO server refused: ' .. tostring(type(info) == 'table' and info.err or info)}
       end
+      local uptime, run_id = string.match(info, 'uptime_in_seconds:(%d+)'), string.match(info, 'run_id:(%x+)')
+      if not (uptime and run_id) then
+        return {1, token, -1, 'INFO server has no uptime_in_seconds or run_id'}
+      end
+      if type(saved) ~= 'number' then saved = '' end
+      -- An operator may vouch that this process started with no lease to
+      -- forget (TrustStart): its run_id under a fixed key.
+      local vouched = redis.pcall('GET', 'quorumlock:trusted-start') == run_id and 1 or 0
+      return {1, token, tonumber(uptime), run_id, tostring(saved), tostring(t[1]), vouched}
     end
   end
   return {1, token}

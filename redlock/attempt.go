@@ -29,7 +29,7 @@ func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *confi
 		switch {
 		case l == nil: // the attempt failed; undo skipped n while its call ran
 			if v.Outcome != quorum.Refused {
-				c.releaseOn(context.Background(), n, ks, id, undoHold, 0)
+				c.releaseOn(context.Background(), cfg, n, ks, id, undoHold, 0)
 			} else if gone != nil && gone.Load() {
 				c.leaveOn(context.Background(), n, ks, id)
 			}
@@ -37,19 +37,25 @@ func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *confi
 			// Unlock skipped n while its call ran: release it now — a late
 			// refusal too, since it put the owner in n's waiters' queue, and
 			// a stale first in line there would refuse everyone else.
-			c.releaseOn(context.Background(), n, ks, id, l.releaseKind(), l.token)
+			c.releaseOn(context.Background(), cfg, n, ks, id, l.releaseKind(), l.token)
 		} // otherwise Unlock, still to come, covers n
 	}
 	calls := c.acquireCalls(ks, cfg, id, ticket)
 	start := cfg.clock.Now()
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[int64] {
+		if err := c.nodes[n].vet(ctx); err != nil {
+			return quorum.Vote[int64]{Outcome: quorum.Failed, Err: err}
+		}
 		reply, err := c.exec(ctx, n, calls[n]).Slice()
 		return c.acquireVote(n, cfg, reply, err)
 	})
 	until := clock.Validity(start, cfg.ttl, cfg.driftFactor)
+	// A lock with less validity left than the loss margin would be declared
+	// lost at once: the attempt fails instead.
+	usable := until.Add(-cfg.lossMargin())
 	nodeFailures(c, "lock", key, &t)
-	if t.Won() && cfg.clock.Now().Before(until) {
-		if token, ok, fenced := c.fence(ctx, cfg, ks, &t); ok && cfg.clock.Now().Before(until) {
+	if t.Won() && cfg.clock.Now().Before(usable) {
+		if token, ok, fenced := c.fence(ctx, cfg, ks, &t); ok && cfg.clock.Now().Before(usable) {
 			l = c.newLock(key, ks, cfg, id, token, until, &t, fenced)
 		}
 	}
@@ -70,7 +76,7 @@ func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *confi
 // on, each carries the node's LASTSAVE as this Client last saw it.
 func (c *Client) acquireCalls(ks *keyset, cfg *config, id identity, ticket string) []*scriptCall {
 	base := newScriptCall(acquireScript, ks.acquireKeys(), id.owner, id.hold,
-		cfg.ttl.Milliseconds(), ticket, cfg.queueLease().Milliseconds(), "")
+		cfg.ttl.Milliseconds(), ticket, cfg.queueLease().Milliseconds(), cfg.retention.Milliseconds(), "")
 	calls := make([]*scriptCall, len(c.nodes))
 	for n, node := range c.nodes {
 		calls[n] = base
@@ -95,16 +101,7 @@ func (c *Client) acquireVote(n int, cfg *config, reply []any, err error) quorum.
 		return quorum.Vote[int64]{Outcome: quorum.Refused, Value: value}
 	}
 	if guard := cfg.restartGuard(); guard > 0 {
-		var s startInfo
-		if len(reply) >= 6 {
-			uptime, _ := replyInt(reply, 2)
-			s.uptime = time.Duration(uptime) * time.Second
-			s.runID, _ = reply[3].(string)
-			s.saved, _ = reply[4].(string)
-			clock, _ := reply[5].(string)
-			s.sinceSave = secondsBetween(s.saved, clock)
-		}
-		if err := c.nodes[n].admit(s, guard, cfg.clock.Now()); err != nil {
+		if err := c.nodes[n].admit(startOf(reply), guard, cfg.clock.Now()); err != nil {
 			// Not counted; like any failure, undone if the attempt fails.
 			return quorum.Vote[int64]{Outcome: quorum.Failed, Value: value, Err: err}
 		}

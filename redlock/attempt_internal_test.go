@@ -14,6 +14,7 @@ import (
 // token, and adds no second hold.
 func TestResentAttemptIsIdempotent(t *testing.T) {
 	lab := redislab.Start(t, 3)
+	lab.Trust(t, TrustStart)
 	nodes := lab.Clients(t)
 	c, err := New(nodes, WithAutoRenew(false))
 	if err != nil {
@@ -30,7 +31,7 @@ func TestResentAttemptIsIdempotent(t *testing.T) {
 	send := func() []int64 {
 		t.Helper()
 		tally := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[int64] {
-			reply, err := c.exec(ctx, n, newScriptCall(acquireScript, ks.acquireKeys(), id.owner, id.hold, cfg.ttl.Milliseconds(), "", 1000, "")).Slice()
+			reply, err := c.exec(ctx, n, c.acquireCalls(&ks, &cfg, id, "")[n]).Slice()
 			return c.acquireVote(n, &cfg, reply, err)
 		})
 		if !tally.Won() || tally.Count(quorum.Granted) != 3 {
@@ -47,7 +48,7 @@ func TestResentAttemptIsIdempotent(t *testing.T) {
 		if first[i] != again[i] {
 			t.Errorf("node %d: token of the re-sent attempt = %d, want %d (no new grant)", i, again[i], first[i])
 		}
-		fields, err := nodes[i].HLen(ctx, ks.lock).Result()
+		fields, err := nodes[i].HLen(ctx, ks.Lock).Result()
 		if err != nil || fields != 2 {
 			t.Errorf("node %d: lock hash has %d fields (err %v), want owner + one hold", i, fields, err)
 		}
@@ -55,7 +56,7 @@ func TestResentAttemptIsIdempotent(t *testing.T) {
 	// A different owner is refused while it is held.
 	other := identity{owner: "owner-2", hold: "hold-2"}
 	for i := range nodes {
-		reply, err := c.exec(ctx, i, newScriptCall(acquireScript, ks.acquireKeys(), other.owner, other.hold, cfg.ttl.Milliseconds(), "", 1000, "")).Slice()
+		reply, err := c.exec(ctx, i, c.acquireCalls(&ks, &cfg, other, "")[i]).Slice()
 		v := c.acquireVote(i, &cfg, reply, err)
 		if v.Outcome != quorum.Refused || v.Value <= 0 {
 			t.Errorf("node %d: another owner's attempt = %v (pttl %d), want refused with the remaining TTL", i, v.Outcome, v.Value)

@@ -31,16 +31,6 @@ type Client struct {
 	wg     sync.WaitGroup     // calls and background work in flight
 }
 
-type node struct {
-	rdb  redis.UniversalClient
-	addr string // "" when the client type exposes none
-
-	mu         sync.Mutex
-	runID      string    // as last seen in a grant; "" before the first
-	saved      string    // the node's LASTSAVE as last seen, once it can be relied on; else ""
-	quarantine time.Time // grants before this instant are not counted
-}
-
 // New returns a Client over nodes, which must be independent masters: not
 // replicas of one another, not the same server twice. opts set the defaults
 // of every lock.
@@ -63,7 +53,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		if isNil(rdb) {
 			return nil, invalid("node %d is nil", i)
 		}
-		c.nodes[i] = &node{rdb: rdb, addr: addrOf(rdb)}
+		c.nodes[i] = newNode(rdb)
 		for j := range i {
 			if nodes[j] == rdb || (c.nodes[i].addr != "" && c.nodes[j].addr == c.nodes[i].addr) {
 				return nil, invalid("nodes %d and %d are the same master (%s): the quorum needs independent masters", j, i, c.nodes[i].addr)

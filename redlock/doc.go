@@ -52,14 +52,31 @@
 //     monotonic readings); a node whose clock jumps forward expires keys
 //     early, which the drift allowance does not cover.
 //   - A master that crashes either keeps its keys (appendonly with
-//     appendfsync always, as the lab's redis.conf sets) or stays down for at
-//     least one TTL before it comes back empty. A master that restarts empty
-//     at once can grant a key that a majority still held elsewhere.
+//     appendfsync always, as the lab's redis.conf sets) or, if it comes back
+//     without them, is not counted until every lease it could have granted
+//     before has run out. Restart detection (WithRestartGuard, on by
+//     default) enforces this: a node's grants count only once its server
+//     process has been up for the guard (the TTL by default) — for a Client
+//     that knew the node before the restart and for one that meets it for the
+//     first time alike, since a process that just started cannot tell a new
+//     master from one restarted empty. The cost: a master that has just
+//     started is not counted for one guard, so a lab started at the same
+//     moment as its clients waits one TTL before the first lock — unless its
+//     masters are vouched for with TrustStart, which is for masters that are
+//     new, never for ones that restarted. Detection needs INFO and LASTSAVE
+//     in scripts: a node whose grant cannot say when it started (an ACL user
+//     without them) is not counted, with ErrStartUnknown naming why. With
+//     detection off (WithRestartGuard(0)), a master that restarts empty at
+//     once can grant a key that a majority still held elsewhere.
+//   - The nodes are masters: the first acquisition on each asks ROLE, and a
+//     replica's votes are never counted (ErrReplica).
 //   - No key is evicted: masters run with maxmemory-policy noeviction.
 //
 // The holder is told before its validity ends: Done() closes and Err()
 // returns ErrLockLost a tenth of the TTL (at least one node timeout) before
-// Until(), and Do cancels the ctx it handed to the function. What the library cannot do is
+// Until(), and Do cancels the ctx it handed to the function. TTLs too short
+// to leave that margin after an acquisition that took a whole node timeout
+// are refused, and an acquisition that leaves less than the margin fails. What the library cannot do is
 // stop a holder that ignores this — or one paused (GC, swap, SIGSTOP) past
 // its validity — from writing afterwards. Fencing tokens close that gap:
 // Token() grows with each holding of a key, and a store that rejects writes
@@ -95,28 +112,48 @@
 //
 // # Fencing tokens
 //
-// Each grant increments a per-key counter on the granting node; Token() is
-// the largest counter among the granting majority. Before Lock or TryLock
-// returns, that token is written back to every granting node that is behind,
-// so a majority of nodes holds a counter at least as large; Unlock raises
-// the counter of every node that answers to it as well.
+// On each grant a node issues the larger of its counter for the key plus
+// one and its own clock in microseconds, and stores it as the new counter;
+// Token() is the largest value among the granting majority. Before Lock or
+// TryLock returns, that token is written back to every granting node that is
+// behind, so a majority of nodes holds a counter at least as large; Unlock
+// raises the counter of every node that answers to it as well. The counters
+// expire WithFenceRetention (a day by default) after the last grant or
+// release that touched them, so locking many distinct keys leaves nothing
+// behind.
 //
-// Why tokens only grow: a later holding's majority intersects the earlier
-// one's, and a node in both had its counter raised to the earlier token
-// before it could grant again — its key was still set until the earlier
-// holder released it or it expired, and both happen after the write-back. Its
-// next increment is therefore larger, and so is the maximum. This rests on
-// the same assumptions as the lock: a node that restarts empty loses its
-// counters. Because Unlock raises every answering node, one node restarting
-// empty between two holdings cannot break the order; what can is losing the
-// counters of every node of the last majority to see the token — for
-// instance a holder that crashes (no Unlock) followed by empty restarts of the
-// nodes that granted it. Persistence (appendfsync always) rules that out.
+// Why tokens only grow. A later holding's majority intersects the majority
+// the earlier token was written back to. If a node in both still has its
+// counter, it was raised to the earlier token before it could grant again —
+// its key was still set until the earlier holder released it or it expired,
+// and both happen after the write-back — so its next value is larger, and so
+// is the maximum. If every node in both lost its counter — restarted empty,
+// or the counter expired — the later token comes from a node's clock, read
+// at least one restart guard (a restarted node is not counted before) or one
+// retention (the counter outlives the last holding by that much) after the
+// earlier token was issued. It is larger as long as the masters' clocks
+// differ from each other by less than that, and none steps back by as much:
+// the assumption tokens add to the lock's. With restart detection off and
+// immediate empty restarts, neither the lock nor the order of tokens is
+// promised.
+//
+// Tokens are large numbers (about 1.8e15 today) and not consecutive: a store
+// should compare them, never count them.
+//
+// # Keys
+//
+// A key is at most MaxKeyLen bytes. On a node it becomes <prefix>{key} and
+// its siblings (:fence, :queue, :leases, and the :free channel), one hash
+// tag, so that a node may be a Redis Cluster; a key containing '}' is escaped
+// inside the braces (see Keys), so every key works there. Every key the
+// library writes expires: the lock with its lease, the waiters' queue with
+// the waiters' leases, the fencing counter with its retention.
 //
 // # Errors
 //
 // Every error the package returns starts with "redlock:" and works with
 // errors.Is and errors.As: ErrNotObtained (with a *QuorumError listing each
-// node's vote), ErrLockLost, ErrNotHeld, ErrClosed, and ErrInvalid for input
+// node's vote, whose errors may match ErrNodeRestarted, ErrStartUnknown or
+// ErrReplica), ErrLockLost, ErrNotHeld, ErrClosed, and ErrInvalid for input
 // refused before anything is sent.
 package redlock

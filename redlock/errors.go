@@ -31,10 +31,24 @@ var (
 	ErrClosed = errors.New("redlock: client closed")
 
 	// ErrNodeRestarted is the error of a node's vote, within a *QuorumError,
-	// when the node granted but started less than the restart guard ago
-	// (WithRestartGuard): it may have lost a lock that a holder still holds,
-	// so its grant is not counted.
-	ErrNodeRestarted = errors.New("redlock: node restarted within the restart guard; grant not counted")
+	// when the node granted but its server process started less than the
+	// restart guard ago (WithRestartGuard) — restarted, or new to this
+	// Client: it may have lost a lock that a holder still holds, so its grant
+	// is not counted.
+	ErrNodeRestarted = errors.New("redlock: node started within the restart guard; grant not counted")
+
+	// ErrStartUnknown is the error of a node's vote, within a *QuorumError,
+	// when restart detection is on and the node granted but could not say
+	// when it started — e.g. an ACL user without INFO or LASTSAVE: its grant
+	// is not counted, since it may come from a master that just restarted
+	// without its data.
+	ErrStartUnknown = errors.New("redlock: node cannot report when it started; grant not counted")
+
+	// ErrReplica is the error of a node's vote, within a *QuorumError, when
+	// the node is a replica: the quorum needs independent masters, and a
+	// replica beside its master would be two votes from one data set. ROLE
+	// is asked once per node, at the Client's first acquisition on it.
+	ErrReplica = errors.New("redlock: node is a replica, not a master")
 
 	// ErrInvalid is matched by every error that refuses bad input to New,
 	// Lock, TryLock or Do; nothing is changed and nothing is sent.
@@ -71,7 +85,7 @@ func (e *QuorumError) Error() string {
 	var b strings.Builder
 	b.WriteString("redlock: ")
 	b.WriteString(e.Op)
-	fmt.Fprintf(&b, " %q ", e.Key)
+	fmt.Fprintf(&b, " %s ", shortKey(e.Key))
 	switch {
 	case errors.Is(e.Err, ErrNotObtained):
 		b.WriteString("not obtained")

@@ -26,7 +26,7 @@ func (c *Client) fence(ctx context.Context, cfg *config, ks *keyset, won *quorum
 	}
 	r := round[int64](c, cfg)
 	r.Decided = func(t *quorum.Tally[int64]) bool { return t.Won() }
-	raise := newScriptCall(fenceScript, []string{ks.fence}, token)
+	raise := newScriptCall(fenceScript, []string{ks.Fence}, token, cfg.retention.Milliseconds())
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[int64] {
 		switch v := won.Votes[n]; {
 		case v.Outcome != quorum.Granted:

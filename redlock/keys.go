@@ -1,19 +1,89 @@
 package redlock
 
-// keyset names everything the library keeps on a node for one key. All
-// share one hash tag, {key}, so that they live on one Redis Cluster slot.
-type keyset struct {
-	lock    string // hash: owner and holds; its TTL is the lease
-	fence   string // fencing counter; never expires
-	queue   string // waiters in ticket order
-	leases  string // waiters' lease ends
-	channel string // announces a freed lock (a channel, not a key)
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxKeyLen bounds the length in bytes of a key given to Lock, TryLock or
+// Do (and of a WithPrefix prefix): a lock key is a name, not a payload, and
+// every call sends it to every node several times. Longer ones are refused
+// with ErrInvalid.
+const MaxKeyLen = 1024
+
+// KeyNames are the names the library uses on a node for one lock key. Every
+// key shares one hash tag, so that they live on one Redis Cluster slot.
+type KeyNames struct {
+	Lock    string // hash: owner and holds; its TTL is the lease
+	Fence   string // fencing counter; its TTL is the fencing retention
+	Queue   string // waiters in ticket order; its TTL is the queue lease
+	Leases  string // waiters' lease ends; the same TTL
+	Channel string // announces a freed lock (a channel, not a key)
 }
 
-func newKeyset(prefix, key string) keyset {
-	lock := prefix + "{" + key + "}"
-	return keyset{lock: lock, fence: lock + ":fence", queue: lock + ":queue", leases: lock + ":leases", channel: lock + ":free"}
+// Keys returns the names the library uses on the nodes for key under
+// prefix: the lock is <prefix>{<tag>}, the rest <prefix>{<tag>}:fence,
+// :queue, :leases and :free, where <tag> is key itself unless key contains
+// a '}' (which would end the hash tag early and scatter the names over
+// several Cluster slots) or starts with '%': such keys are written as '%'
+// followed by key with every '%' escaped as %25 and every '}' as %7D. The
+// mapping is one-to-one, and leaves every other key as it was.
+func Keys(prefix, key string) KeyNames {
+	lock := prefix + "{" + hashTag(key) + "}"
+	return KeyNames{Lock: lock, Fence: lock + ":fence", Queue: lock + ":queue", Leases: lock + ":leases", Channel: lock + ":free"}
 }
+
+// hashTag returns the text between the braces of key's names.
+func hashTag(key string) string {
+	if !strings.Contains(key, "}") && !strings.HasPrefix(key, "%") {
+		return key
+	}
+	return "%" + strings.NewReplacer("%", "%25", "}", "%7D").Replace(key)
+}
+
+// keyset is the names of one key, as the scripts take them.
+type keyset = KeyNames
+
+func newKeyset(prefix, key string) keyset { return Keys(prefix, key) }
 
 // acquireKeys are the KEYS of acquire.lua.
-func (k *keyset) acquireKeys() []string { return []string{k.lock, k.fence, k.queue, k.leases} }
+func (k *keyset) acquireKeys() []string { return []string{k.Lock, k.Fence, k.Queue, k.Leases} }
+
+// checkKey refuses keys the library cannot lock: empty or too long.
+func checkKey(key string) error {
+	switch {
+	case key == "":
+		return invalid("empty key")
+	case len(key) > MaxKeyLen:
+		return invalid("key %s is %d bytes, longer than MaxKeyLen (%d)", shortKey(key), len(key), MaxKeyLen)
+	}
+	return nil
+}
+
+// checkPrefix refuses prefixes that would break the hash tag.
+func checkPrefix(p string) error {
+	switch {
+	case strings.ContainsAny(p, "{}"):
+		return invalid("prefix %s contains a brace: the hash tag of every key is the library's", shortKey(p))
+	case len(p) > MaxKeyLen:
+		return invalid("prefix is %d bytes, longer than MaxKeyLen (%d)", len(p), MaxKeyLen)
+	}
+	return nil
+}
+
+// shortKeyLen bounds how much of a key an error message quotes.
+const shortKeyLen = 64
+
+// shortKey quotes key for an error message, cut to shortKeyLen bytes (on a
+// rune boundary) with its full length when longer.
+func shortKey(key string) string {
+	if len(key) <= shortKeyLen {
+		return strconv.Quote(key)
+	}
+	cut := shortKeyLen
+	for cut > 0 && !utf8.RuneStart(key[cut]) {
+		cut--
+	}
+	return strconv.Quote(key[:cut]) + "…(" + strconv.Itoa(len(key)) + " bytes)"
+}

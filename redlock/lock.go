@@ -45,7 +45,7 @@ type Lock struct {
 // meanwhile.
 func (c *Client) newLock(key string, ks *keyset, cfg *config, id identity, token int64, until time.Time, won *quorum.Tally[int64], fenced []bool) *Lock {
 	l := &Lock{c: c, cfg: *cfg, key: key, ks: *ks, id: id, token: token, until: until, fenced: fenced,
-		extendCall: newScriptCall(extendScript, []string{ks.lock}, id.owner, cfg.ttl.Milliseconds())}
+		extendCall: newScriptCall(extendScript, []string{ks.Lock}, id.owner, cfg.ttl.Milliseconds())}
 	for n := range won.Votes {
 		if won.Abandoned(n) {
 			if l.inFlight == nil {
@@ -261,7 +261,7 @@ func (l *Lock) setUntil(until time.Time) {
 
 // untilLoss is the time left before the lock must be declared lost. l.mu held.
 func (l *Lock) untilLoss() time.Duration {
-	return l.until.Add(-l.cfg.guard()).Sub(l.cfg.clock.Now())
+	return l.until.Add(-l.cfg.lossMargin()).Sub(l.cfg.clock.Now())
 }
 
 // expire runs when the lock's validity is about to end without a renewal.

@@ -97,7 +97,7 @@ func TestUnlockAfterExpiryReportsLossAndSparesNewHolder(t *testing.T) {
 	c, nodes, _ := lab(t, 5)
 	other := newClient(t, nodes)
 	ctx := ctxFor(t, 10*time.Second)
-	l, err := c.TryLock(ctx, "k", redlock.WithTTL(200*time.Millisecond), redlock.WithAutoRenew(false))
+	l, err := c.TryLock(ctx, "k", redlock.WithTTL(400*time.Millisecond), redlock.WithAutoRenew(false))
 	if err != nil {
 		t.Fatalf("TryLock: %v", err)
 	}

@@ -21,6 +21,7 @@ func TestMain(m *testing.M) {
 func lab(t *testing.T, n int, opts ...redlock.Option) (*redlock.Client, []redis.UniversalClient, *redislab.Lab) {
 	t.Helper()
 	l := redislab.Start(t, n)
+	l.Trust(t, redlock.TrustStart)
 	nodes := l.Clients(t)
 	return newClient(t, nodes, opts...), nodes, l
 }

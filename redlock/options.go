@@ -27,6 +27,9 @@ const (
 	DefaultRetryMax = 200 * time.Millisecond
 	// DefaultPrefix starts every key the library writes.
 	DefaultPrefix = "quorumlock:"
+	// DefaultFenceRetention is how long a key's fencing state is kept on a
+	// node after the last grant or release that touched it.
+	DefaultFenceRetention = 24 * time.Hour
 )
 
 // An Option configures a Client (as a default for all its locks, when given
@@ -34,8 +37,11 @@ const (
 // checked when used: a bad value makes that call fail with ErrInvalid.
 type Option func(*config)
 
-// WithTTL sets the lease each node grants. It must exceed the drift allowance
-// plus the node timeout. Default DefaultTTL.
+// WithTTL sets the lease each node grants. The validity it leaves once an
+// acquisition took a whole node timeout must still exceed the loss margin —
+// ttl − drift > node timeout + max(node timeout, ttl/10) — or the lock could
+// not be signalled lost in time; shorter TTLs are refused. Default
+// DefaultTTL.
 func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
 
 // WithNodeTimeout sets the timeout of every call to one node — acquire,
@@ -82,24 +88,39 @@ func WithOwner(owner string) Option {
 	return func(c *config) { c.owner, c.ownerSet = owner, true }
 }
 
-// WithRestartGuard sets how long after a node starts its grants are not
-// counted. A master that crashes and restarts at once without its data
-// (no appendfsync always) may grant a key that a holder still holds on other
-// nodes; not counting it until every lease it could have granted before has
-// run out keeps such restarts safe. d must cover the longest TTL any client
-// of these masters uses; 0 turns detection off (for masters with
-// appendfsync always, where a restart keeps the keys). By default the guard
-// is the acquisition's own TTL. Detection reads the node's LASTSAVE with
-// every fresh grant — reset when a node starts, it costs next to nothing — and
-// asks for run_id and uptime (INFO server) only when LASTSAVE changed since
-// this Client last saw it: after a restart, or a save. A restart within the
-// same second as the node's previous start or save is not noticed (LASTSAVE
-// counts whole seconds), and a Client that first hears from a node after its
-// restart cannot tell: the quarantine protects the holders of Clients that
-// knew the node.
+// WithRestartGuard sets how long after a node's server process starts its
+// grants are not counted. A master that crashes and restarts at once without
+// its data (no appendfsync always) may grant a key that a holder still holds
+// on other nodes; not counting it until every lease it could have granted
+// before has run out keeps such restarts safe. A Client that meets a node for
+// the first time applies the same rule — it cannot tell a new master from one
+// that restarted empty — so a master that just started is not counted for d
+// unless TrustStart vouched for it. d must cover the longest TTL any client of
+// these masters uses; 0 turns detection off (for masters with appendfsync
+// always, where a restart keeps the keys). By default the guard is the
+// acquisition's own TTL.
+//
+// Detection reads the node's LASTSAVE with every fresh grant — reset when a
+// node starts, it costs next to nothing — and asks for run_id and uptime
+// (INFO server) only when LASTSAVE changed since this Client last saw it:
+// after a restart, or a save (LASTSAVE counts whole seconds, so a value is
+// relied on only once seen two seconds after it). A grant that cannot report
+// its node's start — INFO refused to the user — is not counted
+// (ErrStartUnknown).
 func WithRestartGuard(d time.Duration) Option {
 	return func(c *config) { c.guardWindow, c.guardSet = d, true }
 }
+
+// WithFenceRetention sets how long a key's fencing state is kept on a node
+// after the last grant or release that touched it; then it expires, so that
+// locking many distinct keys leaves no state behind. Tokens still grow after
+// it expired: each node's token is the larger of its counter + 1 and its
+// clock in microseconds, so a key locked again after its state expired on
+// every node gets a larger token, as long as the masters' clocks did not
+// step back, nor drift apart from each other, by more than the time since
+// its last holding (at least the retention). d must be longer than the TTL.
+// Default DefaultFenceRetention.
+func WithFenceRetention(d time.Duration) Option { return func(c *config) { c.retention = d } }
 
 // WithClock sets the clock used for validity and timers; tests pass a
 // *clock.Fake. Default clock.Real().
@@ -116,6 +137,7 @@ type config struct {
 	ownerSet                  bool
 	guardWindow               time.Duration
 	guardSet                  bool
+	retention                 time.Duration
 	observers                 observers // the Client's; never changed per call
 	perCall                   bool      // set on a Client's stored config: options now apply to one call
 }
@@ -134,7 +156,7 @@ func defaults() config {
 		ttl: DefaultTTL, nodeTimeout: DefaultNodeTimeout, maxWait: DefaultMaxWait,
 		retryMin: DefaultRetryMin, retryMax: DefaultRetryMax,
 		driftFactor: DefaultDriftFactor, autoRenew: true,
-		prefix: DefaultPrefix, clock: clock.Real(),
+		prefix: DefaultPrefix, clock: clock.Real(), retention: DefaultFenceRetention,
 	}
 }
 
@@ -163,8 +185,11 @@ func (c *config) validate() error {
 		return invalid("node timeout %v must be positive", c.nodeTimeout)
 	case math.IsNaN(c.driftFactor) || c.driftFactor < 0 || c.driftFactor >= 1:
 		return invalid("drift factor %v must be in [0, 1)", c.driftFactor)
-	case c.ttl <= c.drift()+c.nodeTimeout:
-		return invalid("TTL %v must exceed drift %v plus node timeout %v", c.ttl, c.drift(), c.nodeTimeout)
+	case c.ttl-c.drift() <= c.nodeTimeout+c.lossMargin():
+		return invalid("TTL %v too short: the validity left after one node timeout (TTL − drift %v − node timeout %v) must exceed the loss margin %v",
+			c.ttl, c.drift(), c.nodeTimeout, c.lossMargin())
+	case c.retention <= c.ttl:
+		return invalid("fence retention %v must be longer than the TTL %v", c.retention, c.ttl)
 	case c.maxWait <= 0:
 		return invalid("max wait %v must be positive", c.maxWait)
 	case c.retryMin <= 0 || c.retryMax < c.retryMin:
@@ -178,23 +203,26 @@ func (c *config) validate() error {
 	case c.guardSet && c.guardWindow < 0:
 		return invalid("restart guard %v must not be negative", c.guardWindow)
 	}
-	return nil
+	return checkPrefix(c.prefix)
 }
 
 func (c *config) drift() time.Duration { return clock.Drift(c.ttl, c.driftFactor) }
 
-// guard is how long before the end of validity a lock that was not renewed
-// is declared lost, so that Done() closes strictly before Until() with time
-// to stop the work: a tenth of the TTL, at least one node timeout (the time
-// one more renewal would take), at most a third of the validity (so that
-// renewals at TTL/3 come first). The margin also absorbs a late timer: a
-// loaded process fires timers tens of milliseconds late.
-func (c *config) guard() time.Duration {
-	return min(max(c.nodeTimeout, c.ttl/10), (c.ttl-c.drift())/3)
-}
+// lossMargin is how long before the end of validity a lock that was not
+// renewed is declared lost, so that Done() closes strictly before Until()
+// with time to stop the work: a tenth of the TTL, at least one node timeout
+// (the time one more renewal would take). The margin also absorbs a late
+// timer: a loaded process fires timers tens of milliseconds late. validate
+// refuses TTLs whose validity cannot hold it, and an acquisition that leaves
+// less than it fails.
+func (c *config) lossMargin() time.Duration { return max(c.nodeTimeout, c.ttl/10) }
 
-// renewEvery is the watchdog's period; renewRetry its pace after a failure.
-func (c *config) renewEvery() time.Duration { return c.ttl / 3 }
+// renewEvery is the watchdog's period: TTL/3, or sooner when the loss margin
+// is a large part of the validity, so that a renewal and one retry come
+// before the loss is declared. renewRetry is its pace after a failure.
+func (c *config) renewEvery() time.Duration {
+	return min(c.ttl/3, (c.ttl-c.drift()-c.lossMargin())/2)
+}
 func (c *config) renewRetry() time.Duration { return max(c.ttl/10, c.nodeTimeout) }
 
 // queueLease is how long a waiter keeps its place in line without a new

@@ -24,7 +24,7 @@ const (
 func (c *Client) release(ctx context.Context, cfg *config, ks *keyset, id identity, kind releaseKind, token int64, fenced, skip []bool) quorum.Tally[int64] {
 	r := round[int64](c, cfg)
 	r.Decided = func(t *quorum.Tally[int64]) bool { return t.Won() || t.Count(quorum.Refused) >= t.Need }
-	raise := releaseCall(ks, id, kind, token)
+	raise := releaseCall(cfg, ks, id, kind, token)
 	plain := raise
 	if fenced != nil {
 		plain = raise.withLast(int64(0))
@@ -49,7 +49,7 @@ func (c *Client) release(ctx context.Context, cfg *config, ks *keyset, id identi
 func (c *Client) undo(ctx context.Context, cfg *config, ks *keyset, id identity, t *quorum.Tally[int64]) {
 	r := round[int64](c, cfg)
 	r.Decided = func(*quorum.Tally[int64]) bool { return false }
-	sc := releaseCall(ks, id, undoHold, 0)
+	sc := releaseCall(cfg, ks, id, undoHold, 0)
 	r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[int64] {
 		if t.Votes[n].Outcome == quorum.Refused || t.Abandoned(n) {
 			return quorum.Vote[int64]{Outcome: quorum.Refused}
@@ -63,20 +63,20 @@ func (c *Client) undo(ctx context.Context, cfg *config, ks *keyset, id identity,
 var errInFlight = errors.New("redlock: acquire still in flight on this node; released when it answers")
 
 // releaseOn runs release.lua on node n alone, for a late answer.
-func (c *Client) releaseOn(ctx context.Context, n int, ks *keyset, id identity, kind releaseKind, token int64) {
-	c.execAlone(ctx, n, releaseCall(ks, id, kind, token))
+func (c *Client) releaseOn(ctx context.Context, cfg *config, n int, ks *keyset, id identity, kind releaseKind, token int64) {
+	c.execAlone(ctx, n, releaseCall(cfg, ks, id, kind, token))
 }
 
 // releaseCall is release.lua's call for kind.
-func releaseCall(ks *keyset, id identity, kind releaseKind, token int64) *scriptCall {
+func releaseCall(cfg *config, ks *keyset, id identity, kind releaseKind, token int64) *scriptCall {
 	mode, channel := "0", ""
 	switch kind {
 	case unlockLock:
-		mode, channel = "1", ks.channel
+		mode, channel = "1", ks.Channel
 	case unlockHold:
-		channel = ks.channel
+		channel = ks.Channel
 	}
-	return newScriptCall(releaseScript, []string{ks.lock, ks.fence, ks.queue, ks.leases}, id.owner, id.hold, mode, channel, token)
+	return newScriptCall(releaseScript, []string{ks.Lock, ks.Fence, ks.Queue, ks.Leases}, id.owner, id.hold, mode, channel, cfg.retention.Milliseconds(), token)
 }
 
 func releaseVote(reply int64, err error) quorum.Vote[int64] {
@@ -95,7 +95,7 @@ func (c *Client) leaveOn(ctx context.Context, n int, ks *keyset, id identity) {
 }
 
 func leaveCall(ks *keyset, id identity) *scriptCall {
-	return newScriptCall(leaveScript, []string{ks.queue, ks.leases, ks.lock}, id.owner, ks.channel)
+	return newScriptCall(leaveScript, []string{ks.Queue, ks.Leases, ks.Lock}, id.owner, ks.Channel)
 }
 
 // leave removes id's owner from the key's waiters' queue on every node.

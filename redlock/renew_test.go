@@ -16,7 +16,7 @@ func TestWatchdogKeepsShortLeaseForSeconds(t *testing.T) {
 	c, nodes, _ := lab(t, 5)
 	other := newClient(t, nodes)
 	ctx := ctxFor(t, 20*time.Second)
-	l, err := c.TryLock(ctx, "k", redlock.WithTTL(300*time.Millisecond))
+	l, err := c.TryLock(ctx, "k", redlock.WithTTL(400*time.Millisecond))
 	if err != nil {
 		t.Fatalf("TryLock: %v", err)
 	}

@@ -32,7 +32,11 @@ func TestNewRefusesBadInput(t *testing.T) {
 		{"zero TTL", []redis.UniversalClient{a}, []redlock.Option{redlock.WithTTL(0)}, "TTL"},
 		{"negative TTL", []redis.UniversalClient{a}, []redlock.Option{redlock.WithTTL(-time.Second)}, "TTL"},
 		{"TTL within drift+timeout", []redis.UniversalClient{a},
-			[]redlock.Option{redlock.WithTTL(30 * time.Millisecond), redlock.WithNodeTimeout(28 * time.Millisecond)}, "must exceed"},
+			[]redlock.Option{redlock.WithTTL(30 * time.Millisecond), redlock.WithNodeTimeout(28 * time.Millisecond)}, "too short"},
+		{"TTL whose validity cannot hold the loss margin", []redis.UniversalClient{a},
+			[]redlock.Option{redlock.WithTTL(30 * time.Millisecond)}, "loss margin"},
+		{"brace in prefix", []redis.UniversalClient{a}, []redlock.Option{redlock.WithPrefix("svc}")}, "brace"},
+		{"retention not above TTL", []redis.UniversalClient{a}, []redlock.Option{redlock.WithFenceRetention(redlock.DefaultTTL)}, "retention"},
 		{"zero node timeout", []redis.UniversalClient{a}, []redlock.Option{redlock.WithNodeTimeout(0)}, "node timeout"},
 		{"negative drift", []redis.UniversalClient{a}, []redlock.Option{redlock.WithDriftFactor(-0.1)}, "drift"},
 		{"drift of one", []redis.UniversalClient{a}, []redlock.Option{redlock.WithDriftFactor(1)}, "drift"},
@@ -70,14 +74,30 @@ func TestCallsRefuseBadInputAndChangeNothing(t *testing.T) {
 		"Do bad timeout": func() error {
 			return c.Do(ctx, "k", func(context.Context) error { return nil }, redlock.WithNodeTimeout(-1))
 		},
+		// A key is a name, not a payload: over MaxKeyLen it is refused, and
+		// the error does not carry it whole.
+		"TryLock 1 MiB key": func() error { _, err := c.TryLock(ctx, strings.Repeat("k", 1<<20)); return err },
+		// 30 ms leaves 7.7 ms of validity after a 25 ms node timeout: less
+		// than the loss margin, so the loss could not be signalled in time.
+		"TryLock 30ms TTL": func() error {
+			_, err := c.TryLock(ctx, "k", redlock.WithTTL(30*time.Millisecond), redlock.WithNodeTimeout(redlock.DefaultNodeTimeout))
+			return err
+		},
+		"TryLock brace prefix":    func() error { _, err := c.TryLock(ctx, "k", redlock.WithPrefix("app{1}:")); return err },
+		"TryLock short retention": func() error { _, err := c.TryLock(ctx, "k", redlock.WithFenceRetention(time.Second)); return err },
 	}
 	for name, call := range calls {
-		if err := call(); !errors.Is(err, redlock.ErrInvalid) || !strings.HasPrefix(err.Error(), "redlock: ") {
-			t.Errorf("%s: error = %v, want redlock: ErrInvalid", name, err)
+		err := call()
+		if !errors.Is(err, redlock.ErrInvalid) || !strings.HasPrefix(err.Error(), "redlock: ") {
+			t.Errorf("%s: error = %.200v, want redlock: ErrInvalid", name, err)
+		}
+		if err != nil && len(err.Error()) > 2*redlock.MaxKeyLen {
+			t.Errorf("%s: error is %d bytes long, want the key cut short", name, len(err.Error()))
 		}
 	}
 	for i, n := range nodes {
-		if keys, err := n.Keys(ctx, "*").Result(); err != nil || len(keys) != 0 {
+		// The lab's vouch for its masters (TrustStart) is the only key.
+		if keys, err := n.Keys(ctx, "*").Result(); err != nil || len(keys) != 1 || keys[0] != redlock.TrustKey {
 			t.Errorf("node %d: keys after refused calls = %v (err %v), want none", i, keys, err)
 		}
 	}

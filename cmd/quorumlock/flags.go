@@ -104,6 +104,6 @@ func positive(flag string, d time.Duration) error {
 // lockKeys returns the lock key and the fencing counter key of key, as the
 // library writes them.
 func lockKeys(prefix, key string) (lock, fence string) {
-	lock = prefix + "{" + key + "}"
-	return lock, lock + ":fence"
+	names := redlock.Keys(prefix, key)
+	return names.Lock, names.Fence
 }

@@ -21,7 +21,7 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"run", "--nodes", "a:1", "--key", "k", "--wait", "-1s", "--", "true"}, "--wait -1s must not be negative"},
 		{[]string{"run", "--nodes", "a:1", "--key", "k", "--ttl", "ten", "--", "true"}, `invalid value "ten" for flag -ttl`},
 		{[]string{"run", "--nodes", "a:1,a:1", "--key", "k", "--", "true"}, "same master"},
-		{[]string{"run", "--nodes", "a:1", "--key", "k", "--ttl", "10ms", "--", "true"}, "must exceed drift"},
+		{[]string{"run", "--nodes", "a:1", "--key", "k", "--ttl", "10ms", "--", "true"}, "too short"},
 		{[]string{"run", "--nodes", "redis://a:b:c", "--key", "k", "--", "true"}, `bad node address "redis://a:b:c"`},
 		{[]string{"status", "--nodes", "a:1"}, "--key is required"},
 		{[]string{"status", "--nodes", "a:1", "--key", "k", "extra"}, `unexpected argument "extra"`},
@@ -30,7 +30,7 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"demo", "--duration", "soon"}, `invalid value "soon" for flag -duration`},
 		{[]string{"demo", "--stock", "-1"}, "--stock -1 must not be negative"},
 		{[]string{"demo", "--nodes", "a:1,a:1"}, "same master"},
-		{[]string{"demo", "--ttl", "20ms"}, "must exceed drift"},
+		{[]string{"demo", "--ttl", "20ms"}, "too short"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

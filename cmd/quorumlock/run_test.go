@@ -21,6 +21,7 @@ import (
 func startLab(t *testing.T, n int) (*redislab.Lab, string) {
 	t.Helper()
 	lab := redislab.Start(t, n)
+	lab.Trust(t, redlock.TrustStart)
 	return lab, strings.Join(lab.Addrs(), ",")
 }
 

@@ -48,6 +48,7 @@ func observers(b *testing.B) []struct {
 // three-node lab, with each observer set-up.
 func BenchmarkTryLockUnlock(b *testing.B) {
 	lab := redislab.Start(b, 3)
+	lab.Trust(b, redlock.TrustStart)
 	ctx := context.Background()
 	for _, o := range observers(b) {
 		b.Run("observer="+o.name, func(b *testing.B) {

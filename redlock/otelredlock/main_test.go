@@ -60,6 +60,7 @@ func newTelemetry(t testing.TB) *telemetry {
 func client(t *testing.T, tm *telemetry, n int, opts ...redlock.Option) (*redlock.Client, *redislab.Lab) {
 	t.Helper()
 	lab := redislab.Start(t, n)
+	lab.Trust(t, redlock.TrustStart)
 	return newClient(t, lab, tm.obs, opts...), lab
 }
 

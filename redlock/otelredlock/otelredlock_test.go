@@ -109,6 +109,7 @@ func TestHeldKeyRecordsNotObtained(t *testing.T) {
 // Lock (wait=true) tells a deadline from a cancellation and a closed Client.
 func TestLockResults(t *testing.T) {
 	lab := redislab.Start(t, 3)
+	lab.Trust(t, redlock.TrustStart)
 	holder, err := newClient(t, lab, nil).TryLock(ctxFor(t, 10*time.Second), "k")
 	if err != nil {
 		t.Fatalf("holder TryLock: %v", err)
@@ -157,7 +158,7 @@ func TestLockResults(t *testing.T) {
 // and so are the extend calls that failed, by node.
 func TestLostLock(t *testing.T) {
 	tm := newTelemetry(t)
-	c, lab := client(t, tm, 3, redlock.WithTTL(300*time.Millisecond))
+	c, lab := client(t, tm, 3, redlock.WithTTL(400*time.Millisecond))
 	lab.RequireControl(t)
 	l, err := c.TryLock(ctxFor(t, 10*time.Second), "k")
 	if err != nil {

@@ -1,0 +1,56 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A node is one master of a Client, with what the Client learnt of it.
+type node struct {
+	rdb  redis.UniversalClient
+	addr string // "" when the client type exposes none
+
+	master atomic.Bool // ROLE confirmed a master (or the node is a cluster)
+
+	mu      sync.Mutex
+	runID   string    // of the process last seen in a grant; "" before the first
+	saved   string    // the node's LASTSAVE as last seen, once it can be relied on; else ""
+	started time.Time // when that process started, on the Client's clock; zero if vouched
+}
+
+func newNode(rdb redis.UniversalClient) *node {
+	n := &node{rdb: rdb, addr: addrOf(rdb)}
+	// A cluster client is a whole cluster, not one server: its own failover
+	// decides which of its servers is a master.
+	_, cluster := rdb.(*redis.ClusterClient)
+	n.master.Store(cluster)
+	return n
+}
+
+// vet checks, at the Client's first contact with the node, that it is a
+// master: a replica given beside its master would be a second vote from one
+// data set. Until ROLE has answered once, every acquisition asks again.
+func (n *node) vet(ctx context.Context) error {
+	if n.master.Load() {
+		return nil
+	}
+	role, err := n.rdb.Do(ctx, "ROLE").Slice()
+	if err != nil && redis.HasErrorPrefix(err, "unknown command") {
+		// A server without ROLE (an embedded test server) has no replicas.
+		n.master.Store(true)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("redlock: ROLE (to check that the node is a master): %w", err)
+	}
+	if len(role) == 0 || role[0] != "master" {
+		return fmt.Errorf("%w: ROLE says %v", ErrReplica, role)
+	}
+	n.master.Store(true)
+	return nil
+}
