@@ -8,11 +8,9 @@
 -- ARGV[4] ticket ("" for a one-shot attempt, which never queues), ARGV[5] queue lease in ms,
 -- ARGV[6] the fencing state's retention in ms.
 -- ARGV[7] restart detection: "" off; else the node's LASTSAVE as this client
--- last saw it, or "?" if it cannot rely on one yet: when it differs, a fresh
--- grant also reports the node's start (see below).
--- Returns {1, fencing token} when granted, or with start info
--- {1, token, uptime in s, run_id, LASTSAVE, time in s, vouched 1|0}, or when
--- the node cannot tell its start {1, token, -1, why}; {0, remaining TTL in
+-- last saw it, or "?" if it cannot rely on one yet (start.lua).
+-- Returns {1, fencing token} when granted, or {1, token, start_info...} when
+-- the grant must say when its node started (start.lua); {0, remaining TTL in
 -- ms} when refused (0 when the lock is free but a waiter is ahead).
 local owner = redis.call('HGET', KEYS[1], 'owner')
 local hold = 'h:' .. ARGV[2]
@@ -68,28 +66,9 @@ if not owner then
   local t = redis.call('TIME')
   local token = math.max(tonumber(redis.call('GET', KEYS[2]) or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
   redis.call('SET', KEYS[2], string.format('%d', token), 'PX', ARGV[6])
-  if ARGV[7] ~= '' then
-    -- A node restarted without its data may grant a key that a holder still
-    -- holds elsewhere: the client counts a node's grants only once it has
-    -- been up for the restart guard. LASTSAVE, reset when a node starts (and
-    -- by each save), costs next to nothing; the dearer INFO server is asked
-    -- only when it differs from what this client last saw.
-    local saved = redis.pcall('LASTSAVE')
-    if type(saved) ~= 'number' or tostring(saved) ~= ARGV[7] then
-      local info = redis.pcall('INFO', 'server')
-      if type(info) ~= 'string' then
-        return {1, token, -1, 'INFO server refused: ' .. tostring(type(info) == 'table' and info.err or info)}
-      end
-      local uptime, run_id = string.match(info, 'uptime_in_seconds:(%d+)'), string.match(info, 'run_id:(%x+)')
-      if not (uptime and run_id) then
-        return {1, token, -1, 'INFO server has no uptime_in_seconds or run_id'}
-      end
-      if type(saved) ~= 'number' then saved = '' end
-      -- An operator may vouch that this process started with no lease to
-      -- forget (TrustStart): its run_id under a fixed key.
-      local vouched = redis.pcall('GET', 'quorumlock:trusted-start') == run_id and 1 or 0
-      return {1, token, tonumber(uptime), run_id, tostring(saved), tostring(t[1]), vouched}
-    end
+  local start = start_info(ARGV[7], t)
+  if start then
+    return {1, token, unpack(start)}
   end
   return {1, token}
 end

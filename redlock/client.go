@@ -21,7 +21,8 @@ type Client struct {
 	nodes []*node
 	cfg   config
 
-	bell bell
+	bell     bell
+	renewals renewer
 
 	mu     sync.Mutex
 	closed bool
@@ -49,6 +50,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	cfg.perCall = true
 	c := &Client{cfg: cfg, nodes: make([]*node, len(nodes)), locks: map[*Lock]struct{}{}, done: make(chan struct{}), jobs: make(chan func())}
 	c.bell = bell{c: c, waiters: map[string]map[chan struct{}]string{}}
+	c.renewals.c = c
 	for i, rdb := range nodes {
 		if isNil(rdb) {
 			return nil, invalid("node %d is nil", i)

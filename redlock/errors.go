@@ -46,8 +46,10 @@ var (
 
 	// ErrReplica is the error of a node's vote, within a *QuorumError, when
 	// the node is a replica: the quorum needs independent masters, and a
-	// replica beside its master would be two votes from one data set. ROLE
-	// is asked once per node, at the Client's first acquisition on it.
+	// replica beside its master would be two votes from one data set. A
+	// node's role is read with the grant that reports its start — at the
+	// Client's first contact with each server process — or, with restart
+	// detection off, asked (ROLE) at the first acquisition on it.
 	ErrReplica = errors.New("redlock: node is a replica, not a master")
 
 	// ErrInvalid is matched by every error that refuses bad input to New,

@@ -23,7 +23,6 @@ type Lock struct {
 	key        string
 	ks         keyset
 	id         identity
-	extendCall *scriptCall // extend.lua's call, the same for the lock's life
 	fenced     []bool      // nodes known to hold a fencing counter ≥ token
 	token      int64
 
@@ -37,15 +36,17 @@ type Lock struct {
 	ended    bool        // Done is closed
 	released bool        // Unlock has been called
 	inFlight []bool      // nodes whose acquire call has not answered yet
-	expiry   clock.Timer // declares the loss at until − guard
-	renewal  clock.Timer // the watchdog's next extension; nil without auto-renew
+	expiry   clock.Timer // declares the loss at until − the loss margin
+
+	// The watchdog's schedule (Client.renewals), guarded by its mutex.
+	due  time.Time // when the next renewal is due
+	slot int       // index in the schedule; -1 when not scheduled
 }
 
 // newLock returns the held lock, with its timers armed, or nil if c closed
 // meanwhile.
 func (c *Client) newLock(key string, ks *keyset, cfg *config, id identity, token int64, until time.Time, won *quorum.Tally[int64], fenced []bool) *Lock {
-	l := &Lock{c: c, cfg: *cfg, key: key, ks: *ks, id: id, token: token, until: until, fenced: fenced,
-		extendCall: newScriptCall(extendScript, []string{ks.Lock}, id.owner, cfg.ttl.Milliseconds())}
+	l := &Lock{c: c, cfg: *cfg, key: key, ks: *ks, id: id, token: token, until: until, fenced: fenced, slot: -1}
 	for n := range won.Votes {
 		if won.Abandoned(n) {
 			if l.inFlight == nil {
@@ -56,13 +57,14 @@ func (c *Client) newLock(key string, ks *keyset, cfg *config, id identity, token
 	}
 	l.life, l.end = context.WithCancelCause(context.Background())
 	l.mu.Lock() // before track: Close may finish l as soon as it is tracked
-	defer l.mu.Unlock()
 	if !c.track(l) {
+		l.mu.Unlock()
 		return nil
 	}
 	l.expiry = cfg.clock.AfterFunc(l.untilLoss(), l.expire)
+	l.mu.Unlock()
 	if cfg.autoRenew {
-		l.renewal = cfg.clock.AfterFunc(cfg.renewEvery(), l.renew)
+		c.renewals.schedule(l, cfg.renewEvery())
 	}
 	return l
 }
@@ -117,43 +119,16 @@ func (l *Lock) Extend(ctx context.Context) error {
 	return l.extend(ctx)
 }
 
-// extend runs one extension round. l.op must be held.
+// extend runs one extension round, without repair. l.op must be held.
 func (l *Lock) extend(ctx context.Context) error {
 	if err := l.Err(); err != nil {
 		return err
 	}
-	clk := l.cfg.clock
-	start := clk.Now()
-	if !start.Before(l.Until()) {
+	if !l.cfg.clock.Now().Before(l.Until()) {
 		l.finish(ErrLockLost, false)
 		return ErrLockLost
 	}
-	r := round[bool](l.c, &l.cfg)
-	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[bool] {
-		ok, err := l.c.exec(ctx, n, l.extendCall).Bool()
-		return boolVote(ok, err)
-	})
-	until := clock.Validity(start, l.cfg.ttl, l.cfg.driftFactor)
-	nodeFailures(l.c, "extend", l.key, &t)
-	switch {
-	case t.Won() && clk.Now().Before(until):
-		l.setUntil(until)
-		return nil
-	case t.Count(quorum.Refused) >= t.Need:
-		l.finish(ErrLockLost, false)
-		return quorumError(l.c, "extend", l.key, ErrLockLost, &t)
-	}
-	return quorumError(l.c, "extend", l.key, nil, &t)
-}
-
-func boolVote(ok bool, err error) quorum.Vote[bool] {
-	switch {
-	case err != nil:
-		return quorum.Vote[bool]{Outcome: quorum.Failed, Err: err}
-	case ok:
-		return quorum.Vote[bool]{Outcome: quorum.Granted, Value: true}
-	}
-	return quorum.Vote[bool]{Outcome: quorum.Refused}
+	return l.c.extendRound(ctx, []*Lock{l}, false)[0]
 }
 
 // Unlock releases the lock on every node, in parallel, each call under the
@@ -236,13 +211,13 @@ func (l *Lock) finish(cause error, release bool) bool {
 	if ending {
 		l.ended = true
 		l.expiry.Stop()
-		if l.renewal != nil {
-			l.renewal.Stop()
-		}
 		l.end(cause)
 		l.c.forget(l)
 	}
 	l.mu.Unlock()
+	if ending && l.cfg.autoRenew {
+		l.c.renewals.remove(l) // after l.mu: see renewer.schedule
+	}
 	if ending && errors.Is(cause, ErrLockLost) {
 		l.cfg.observers.lost(l.key, cause)
 	}
@@ -274,4 +249,10 @@ func (l *Lock) expire() {
 	}
 	l.mu.Unlock()
 	l.finish(ErrLockLost, false)
+}
+
+func (l *Lock) hasEnded() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ended
 }

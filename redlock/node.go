@@ -34,7 +34,10 @@ func newNode(rdb redis.UniversalClient) *node {
 
 // vet checks, at the Client's first contact with the node, that it is a
 // master: a replica given beside its master would be a second vote from one
-// data set. Until ROLE has answered once, every acquisition asks again.
+// data set. Until ROLE has answered once, every acquisition asks again. With
+// restart detection on, this is not needed: the grant that reports the
+// node's start reports its role too (restart.go), at first contact and after
+// every restart.
 func (n *node) vet(ctx context.Context) error {
 	if n.master.Load() {
 		return nil

@@ -123,7 +123,8 @@ func WithRestartGuard(d time.Duration) Option {
 func WithFenceRetention(d time.Duration) Option { return func(c *config) { c.retention = d } }
 
 // WithClock sets the clock used for validity and timers; tests pass a
-// *clock.Fake. Default clock.Real().
+// *clock.Fake. Given to New only: one clock paces all of a Client's
+// renewals. Default clock.Real().
 func WithClock(k clock.Clock) Option { return func(c *config) { c.clock = k } }
 
 type config struct {
@@ -164,15 +165,15 @@ func defaults() config {
 // not a usable configuration. Observers are the Client's: a per-call option
 // that adds one is refused.
 func (c config) with(opts []Option) (config, error) {
-	before := len(c.observers)
+	before, clk := len(c.observers), c.clock
 	for _, o := range opts {
 		if o == nil {
 			return c, invalid("nil Option")
 		}
 		o(&c)
 	}
-	if c.perCall && len(c.observers) != before {
-		return c, invalid("WithObserver and WithLogger are options of New, not of one call")
+	if c.perCall && (len(c.observers) != before || c.clock != clk) {
+		return c, invalid("WithObserver, WithLogger and WithClock are options of New, not of one call")
 	}
 	return c, c.validate()
 }

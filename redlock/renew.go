@@ -1,41 +1,197 @@
 package redlock
 
 import (
+	"container/heap"
 	"context"
 	"errors"
+	"sync"
 	"time"
+
+	"github.com/seed818c56a1/quorumlock/clock"
 )
 
-// renew is the watchdog: it extends the lock every TTL/3, and sooner after a
-// failed attempt, until the lock ends. It runs on the renewal timer's
-// goroutine; l.op keeps it from overlapping Extend or Unlock.
-func (l *Lock) renew() {
-	if !l.c.begin() {
+// A renewer is a Client's watchdog: it keeps every auto-renewed lock in one
+// schedule, ordered by when each is due, behind one timer. When the timer
+// fires it takes every lock due now or soon — within a quarter of its period,
+// so that locks acquired apart share their renewals — and renews them in
+// batches of up to maxBatch: one extend script call per node (per hash slot
+// for cluster nodes) covers a whole batch, and each lock's votes are tallied
+// on its own, so a lock that cannot be renewed is lost alone.
+type renewer struct {
+	c *Client
+
+	mu    sync.Mutex
+	queue dueQueue
+	timer clock.Timer // armed for the earliest due lock; nil before the first
+	armed bool
+}
+
+// maxBatch bounds the locks of one batched extension.
+const maxBatch = 100
+
+// schedule (re)arms l's renewal d from now. It does nothing for a lock that
+// ended: finish removes a lock, and nothing may put it back.
+func (r *renewer) schedule(l *Lock, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// Checked under r.mu: finish marks the lock ended before it takes r.mu
+	// to remove it, so either this sees the end or the removal follows.
+	if l.hasEnded() {
 		return
 	}
-	defer l.c.end()
-	l.op.Lock()
-	defer l.op.Unlock()
-	err := l.extend(context.Background())
-	if !errors.Is(err, ErrNotHeld) && !errors.Is(err, ErrClosed) { // not a renewal: the lock had ended
-		l.cfg.observers.renewed(l.key, err)
+	l.due = r.c.cfg.clock.Now().Add(d)
+	if l.slot >= 0 {
+		heap.Fix(&r.queue, l.slot)
+	} else {
+		heap.Push(&r.queue, l)
 	}
-	switch {
-	case err == nil:
-		l.rearm(l.cfg.renewEvery())
-	case errors.Is(err, ErrLockLost), l.Err() != nil:
-		// The lock ended; finish already stopped the timers.
-	default:
-		// Too few answers this time; the expiry timer declares the loss if
-		// no retry succeeds before the validity runs out.
-		l.rearm(l.cfg.renewRetry())
+	r.arm()
+}
+
+// remove takes l out of the schedule.
+func (r *renewer) remove(l *Lock) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l.slot >= 0 {
+		heap.Remove(&r.queue, l.slot)
+		r.arm()
 	}
 }
 
-func (l *Lock) rearm(d time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.ended {
-		l.renewal.Reset(d)
+// arm sets the timer for the earliest due lock, or stops it when none is
+// scheduled, so that no timer is left once every lock ended. r.mu held.
+func (r *renewer) arm() {
+	if len(r.queue) == 0 {
+		if r.armed {
+			r.timer.Stop()
+			r.armed = false
+		}
+		return
 	}
+	d := r.queue[0].due.Sub(r.c.cfg.clock.Now())
+	if r.timer == nil {
+		r.timer = r.c.cfg.clock.AfterFunc(d, r.fire)
+	} else {
+		r.timer.Reset(d)
+	}
+	r.armed = true
+}
+
+// fire takes the locks due, and renews them in batches.
+func (r *renewer) fire() {
+	if !r.c.begin() {
+		return
+	}
+	defer r.c.end()
+	for _, batch := range r.take() {
+		r.c.spawn(func() { r.c.renewBatch(batch) })
+	}
+}
+
+// take removes from the schedule every lock due within a quarter of its
+// period, and groups them into batches that can share a round.
+func (r *renewer) take() [][]*Lock {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.armed = false
+	now := r.c.cfg.clock.Now()
+	var due []*Lock
+	for _, l := range r.queue {
+		if !l.due.After(now.Add(l.cfg.renewEvery() / 4)) {
+			due = append(due, l)
+		}
+	}
+	for _, l := range due {
+		heap.Remove(&r.queue, l.slot)
+	}
+	r.arm()
+	return batches(due)
+}
+
+// batches groups locks by what their round shares — node timeout,
+// retention, restart detection — in groups of at most maxBatch.
+func batches(locks []*Lock) [][]*Lock {
+	type shape struct {
+		timeout, retention time.Duration
+		detect             bool
+	}
+	groups := map[shape][]*Lock{}
+	var order []shape
+	for _, l := range locks {
+		k := shape{l.cfg.nodeTimeout, l.cfg.retention, l.cfg.detectRestarts()}
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], l)
+	}
+	var out [][]*Lock
+	for _, k := range order {
+		for g := groups[k]; len(g) > 0; g = g[min(len(g), maxBatch):] {
+			out = append(out, g[:min(len(g), maxBatch)])
+		}
+	}
+	return out
+}
+
+// renewBatch extends locks through one round, with repair: a node that lost
+// a lock (restarted empty) or never had it (down at acquisition) gets it
+// again where it is free. Locks busy with Extend or Unlock are left to them
+// and looked at again shortly.
+func (c *Client) renewBatch(locks []*Lock) {
+	held := locks[:0:0]
+	for _, l := range locks {
+		switch {
+		case !l.op.TryLock():
+			c.renewals.schedule(l, l.cfg.renewRetry())
+		case l.Err() != nil:
+			l.op.Unlock()
+		case !c.cfg.clock.Now().Before(l.Until()):
+			l.finish(ErrLockLost, false)
+			l.op.Unlock()
+		default:
+			held = append(held, l)
+		}
+	}
+	if len(held) == 0 {
+		return
+	}
+	outcomes := c.extendRound(context.Background(), held, true)
+	for i, l := range held {
+		err := outcomes[i]
+		l.cfg.observers.renewed(l.key, err)
+		switch {
+		case err == nil:
+			c.renewals.schedule(l, l.cfg.renewEvery())
+		case errors.Is(err, ErrLockLost), l.Err() != nil:
+			// The lock ended; finish took it out of the schedule.
+		default:
+			// Too few answers this time; the expiry timer declares the loss
+			// if no retry succeeds before the validity runs out.
+			c.renewals.schedule(l, l.cfg.renewRetry())
+		}
+		l.op.Unlock()
+	}
+}
+
+// dueQueue is a min-heap of locks by due time; each lock knows its slot.
+type dueQueue []*Lock
+
+func (q dueQueue) Len() int           { return len(q) }
+func (q dueQueue) Less(i, j int) bool { return q[i].due.Before(q[j].due) }
+func (q dueQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].slot, q[j].slot = i, j
+}
+func (q *dueQueue) Push(x any) {
+	l := x.(*Lock)
+	l.slot = len(*q)
+	*q = append(*q, l)
+}
+func (q *dueQueue) Pop() any {
+	old := *q
+	l := old[len(old)-1]
+	old[len(old)-1] = nil
+	l.slot = -1
+	*q = old[:len(old)-1]
+	return l
 }

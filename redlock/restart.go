@@ -25,6 +25,7 @@ type startInfo struct {
 	uptime       time.Duration
 	sinceSave    time.Duration // the node's clock less its LASTSAVE
 	vouched      bool          // TrustStart vouched for this run_id
+	role         string        // "master", "slave", or "" if unknown
 	unknown      string        // why the node could not report its start
 }
 
@@ -92,33 +93,54 @@ func (n *node) lastSaved() string {
 	return n.saved
 }
 
-// admit decides whether a grant of this node counts under guard. A grant
-// that reports a run_id this Client has not seen comes from a process it
-// meets for the first time — new, or restarted, maybe without its data — and
-// the node's start is set from its uptime (less the slack); one that cannot
-// report its start is not counted at all.
+// admit decides whether a grant of this node counts under guard: see learn
+// and counted.
 func (n *node) admit(s startInfo, guard time.Duration, now time.Time) error {
+	if err := n.learn(s, now); err != nil {
+		return err
+	}
+	return n.counted(guard, now)
+}
+
+// learn records what a reply said of its node's start. A run_id this Client
+// has not seen comes from a process it meets for the first time — new, or
+// restarted, maybe without its data — whose start is set from its uptime
+// (less the slack), or to long ago if TrustStart vouched for it. A node that
+// cannot report its start is an error.
+func (n *node) learn(s startInfo, now time.Time) error {
 	if s.unknown != "" {
 		return fmt.Errorf("%w: %s; allow INFO and LASTSAVE to this user, or turn detection off with WithRestartGuard(0) if the masters keep their data across restarts",
 			ErrStartUnknown, s.unknown)
 	}
+	if s.runID == "" {
+		return nil
+	}
+	if s.role != "" && s.role != "master" {
+		n.master.Store(false)
+		return fmt.Errorf("%w: INFO replication says role:%s", ErrReplica, s.role)
+	}
+	n.master.Store(true)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if s.runID != "" {
-		if s.runID != n.runID {
-			n.started = now.Add(-(s.uptime - uptimeSlack))
-			if s.vouched {
-				n.started = time.Time{}
-			}
-		}
-		n.runID, n.saved = s.runID, ""
-		if s.sinceSave >= savedTrust {
-			n.saved = s.saved
+	if s.runID != n.runID {
+		n.started = now.Add(-(s.uptime - uptimeSlack))
+		if s.vouched {
+			n.started = time.Time{}
 		}
 	}
+	n.runID, n.saved = s.runID, ""
+	if s.sinceSave >= savedTrust {
+		n.saved = s.saved
+	}
+	return nil
+}
+
+// counted returns nil if the node's process, as last learnt, has been up for
+// guard; else why its grants do not count yet.
+func (n *node) counted(guard time.Duration, now time.Time) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	if n.runID == "" {
-		// No grant of this node reported its start yet (detection was off
-		// for the earlier calls): this one must.
 		return fmt.Errorf("%w: no start reported yet", ErrStartUnknown)
 	}
 	if left := n.started.Add(guard).Sub(now); left > 0 {
@@ -128,30 +150,39 @@ func (n *node) admit(s startInfo, guard time.Duration, now time.Time) error {
 }
 
 // startOf reads the start info of a granting reply of acquire.lua: {1,
-// token, uptime, run_id, LASTSAVE, time, vouched}, or {1, token, -1, why}.
+// token, start_info...} (start.lua).
 func startOf(reply []any) startInfo {
-	var s startInfo
-	if len(reply) < 4 {
-		return s
+	if len(reply) < 3 {
+		return startInfo{}
 	}
-	uptime, _ := replyInt(reply, 2)
+	return startFields(reply[2:])
+}
+
+// startFields reads start.lua's start_info: {uptime, run_id, LASTSAVE,
+// time, vouched, role}, or {-1, why}.
+func startFields(f []any) startInfo {
+	var s startInfo
+	uptime, _ := replyInt(f, 0)
 	if uptime < 0 {
-		s.unknown, _ = reply[3].(string)
+		if len(f) > 1 {
+			s.unknown, _ = f[1].(string)
+		}
 		if s.unknown == "" {
 			s.unknown = "unreadable reply"
 		}
 		return s
 	}
-	if len(reply) < 7 {
-		s.unknown = fmt.Sprintf("unexpected start info %v", reply[2:])
+	if len(f) < 6 {
+		s.unknown = fmt.Sprintf("unexpected start info %v", f)
 		return s
 	}
 	s.uptime = time.Duration(uptime) * time.Second
-	s.runID, _ = reply[3].(string)
-	s.saved, _ = reply[4].(string)
-	clock, _ := reply[5].(string)
+	s.runID, _ = f[1].(string)
+	s.saved, _ = f[2].(string)
+	clock, _ := f[3].(string)
 	s.sinceSave = secondsBetween(s.saved, clock)
-	vouched, _ := replyInt(reply, 6)
+	vouched, _ := replyInt(f, 4)
 	s.vouched = vouched == 1
+	s.role, _ = f[5].(string)
 	return s
 }

@@ -7,6 +7,8 @@ import (
 )
 
 var (
+	//go:embed start.lua
+	startSrc string
 	//go:embed acquire.lua
 	acquireSrc string
 	//go:embed extend.lua
@@ -18,11 +20,20 @@ var (
 	//go:embed leave.lua
 	leaveSrc string
 
-	acquireScript = newScript(acquireSrc)
-	extendScript  = newScript(extendSrc)
+	// Both may have to say when their node started: start.lua's function
+	// comes first in each.
+	acquireScript = newScript(startSrc + acquireSrc)
+	extendScript  = newScript(startSrc + extendSrc)
 	releaseScript = newScript(releaseSrc)
 	fenceScript   = newScript(fenceSrc)
 	leaveScript   = newScript(leaveSrc)
+)
+
+// Replies of extend.lua, per lock.
+const (
+	extendNotOurs  = 0
+	extendDone     = 1
+	extendRepaired = 2
 )
 
 // Replies of release.lua.

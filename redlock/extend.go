@@ -1,0 +1,192 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/clock"
+	"github.com/seed818c56a1/quorumlock/quorum"
+)
+
+// extendRound extends locks — one, for Extend; a batch, for the watchdog —
+// through one round: one extend.lua call per node (per hash slot on a
+// cluster node) covers them all, and each lock's votes are tallied on its
+// own. It moves each extended lock's Until, ends each lock a majority no
+// longer holds, and returns each lock's outcome: nil, an error matching
+// ErrLockLost, or a *QuorumError matching neither when too few nodes
+// answered. With repair, nodes where a lock is missing and free get it
+// again; such a grant counts only from a node known to have been up for the
+// lock's restart guard. The caller holds every lock's op.
+func (c *Client) extendRound(ctx context.Context, locks []*Lock, repair bool) []error {
+	cfg := &locks[0].cfg // the batch's shared node timeout, retention, detection
+	r := round[[]quorum.Vote[bool]](c, cfg)
+	r.Decided = func(t *quorum.Tally[[]quorum.Vote[bool]]) bool { return everySettled(t, len(locks)) }
+	r.Late = func(n int, v quorum.Vote[[]quorum.Vote[bool]]) { releaseLateRepairs(c, locks, n, v) }
+	start := c.cfg.clock.Now()
+	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[[]quorum.Vote[bool]] {
+		votes, err := c.extendOn(ctx, n, locks, repair)
+		if err != nil {
+			return quorum.Vote[[]quorum.Vote[bool]]{Outcome: quorum.Failed, Err: err}
+		}
+		return quorum.Vote[[]quorum.Vote[bool]]{Outcome: quorum.Granted, Value: votes}
+	})
+	out := make([]error, len(locks))
+	for i, l := range locks {
+		lt := lockTally(&t, i)
+		nodeFailures(c, "extend", l.key, &lt)
+		out[i] = l.extended(&lt, clock.Validity(start, l.cfg.ttl, l.cfg.driftFactor))
+	}
+	return out
+}
+
+// extended applies the outcome of l's tally in an extension round whose
+// validity would end at until.
+func (l *Lock) extended(t *quorum.Tally[bool], until time.Time) error {
+	switch {
+	case t.Won() && l.cfg.clock.Now().Before(until):
+		l.setUntil(until)
+		return nil
+	case t.Count(quorum.Refused) >= t.Need:
+		l.finish(ErrLockLost, false)
+		return quorumError(l.c, "extend", l.key, ErrLockLost, t)
+	}
+	return quorumError(l.c, "extend", l.key, nil, t)
+}
+
+// extendOn runs the extension of locks on node n and returns each lock's
+// vote there: Granted (Value true when set by repair), Refused, or Failed
+// for a repair that cannot be counted.
+func (c *Client) extendOn(ctx context.Context, n int, locks []*Lock, repair bool) ([]quorum.Vote[bool], error) {
+	nd := c.nodes[n]
+	last := ""
+	if repair && locks[0].cfg.detectRestarts() {
+		last = nd.lastSaved()
+	}
+	results := make([]int64, len(locks))
+	var start startInfo
+	for _, group := range nd.groups(locks) {
+		reply, err := c.exec(ctx, n, extendCall(locks, group, repair, last)).Slice()
+		if err != nil {
+			return nil, err
+		}
+		if len(reply) < len(group) {
+			return nil, fmt.Errorf("redlock: unexpected reply to extend: %v", reply)
+		}
+		for k, i := range group {
+			results[i], _ = reply[k].(int64)
+		}
+		if rest := reply[len(group):]; len(rest) > 0 {
+			start = startFields(rest)
+		}
+	}
+	learnt := nd.learn(start, c.cfg.clock.Now())
+	votes := make([]quorum.Vote[bool], len(locks))
+	for i, l := range locks {
+		votes[i] = repairVote(results[i], func() error {
+			if learnt != nil || l.cfg.restartGuard() == 0 {
+				return learnt
+			}
+			return nd.counted(l.cfg.restartGuard(), c.cfg.clock.Now())
+		})
+	}
+	return votes, nil
+}
+
+// repairVote is one lock's vote from its extend.lua result; counted says
+// whether a repair there may count.
+func repairVote(result int64, counted func() error) quorum.Vote[bool] {
+	switch result {
+	case extendDone:
+		return quorum.Vote[bool]{Outcome: quorum.Granted}
+	case extendRepaired:
+		if err := counted(); err != nil {
+			return quorum.Vote[bool]{Outcome: quorum.Failed, Value: true, Err: err}
+		}
+		return quorum.Vote[bool]{Outcome: quorum.Granted, Value: true}
+	}
+	return quorum.Vote[bool]{Outcome: quorum.Refused}
+}
+
+// groups splits the indexes of locks into those that one script call can
+// cover on this node: all of them, or, on a cluster, those of one hash slot.
+func (nd *node) groups(locks []*Lock) [][]int {
+	all := make([]int, len(locks))
+	for i := range all {
+		all[i] = i
+	}
+	if _, cluster := nd.rdb.(*redis.ClusterClient); !cluster || len(locks) == 1 {
+		return [][]int{all}
+	}
+	bySlot := map[int][]int{}
+	var slots []int
+	for i, l := range locks {
+		s := slotOf(l.ks.Lock)
+		if bySlot[s] == nil {
+			slots = append(slots, s)
+		}
+		bySlot[s] = append(bySlot[s], i)
+	}
+	out := make([][]int, len(slots))
+	for k, s := range slots {
+		out[k] = bySlot[s]
+	}
+	return out
+}
+
+// extendCall is extend.lua's call for the locks at indexes group.
+func extendCall(locks []*Lock, group []int, repair bool, last string) *scriptCall {
+	keys := make([]string, 0, 2*len(group))
+	mode := "0"
+	if repair {
+		mode = "1"
+	}
+	args := make([]any, 0, 3+4*len(group))
+	args = append(args, mode, locks[0].cfg.retention.Milliseconds(), last)
+	for _, i := range group {
+		l := locks[i]
+		keys = append(keys, l.ks.Lock, l.ks.Fence)
+		args = append(args, l.id.owner, l.id.hold, l.cfg.ttl.Milliseconds(), l.token)
+	}
+	return newScriptCall(extendScript, keys, args...)
+}
+
+// everySettled reports whether the outcome of every lock of an extension
+// round is settled: a majority extended it, or can no longer.
+func everySettled(t *quorum.Tally[[]quorum.Vote[bool]], locks int) bool {
+	for i := range locks {
+		if lt := lockTally(t, i); !lt.Settled() {
+			return false
+		}
+	}
+	return true
+}
+
+// lockTally is lock i's part of an extension round's tally.
+func lockTally(t *quorum.Tally[[]quorum.Vote[bool]], i int) quorum.Tally[bool] {
+	lt := quorum.Tally[bool]{Votes: make([]quorum.Vote[bool], len(t.Votes)), Need: t.Need}
+	for n, v := range t.Votes {
+		if v.Outcome == quorum.Granted {
+			lt.Votes[n] = v.Value[i]
+		} else {
+			lt.Votes[n] = quorum.Vote[bool]{Outcome: v.Outcome, Err: v.Err}
+		}
+	}
+	return lt
+}
+
+// releaseLateRepairs undoes, on node n, the repairs of an extension that
+// answered after its round was decided, for locks that ended meanwhile:
+// their release may have come before the repair landed. A lock still held is
+// released there by its Unlock, which comes after this answer.
+func releaseLateRepairs(c *Client, locks []*Lock, n int, v quorum.Vote[[]quorum.Vote[bool]]) {
+	if v.Outcome != quorum.Granted {
+		return
+	}
+	for i, l := range locks {
+		if v.Value[i].Value && l.hasEnded() {
+			c.releaseOn(context.Background(), &l.cfg, n, &l.ks, l.id, l.releaseKind(), l.token)
+		}
+	}
+}

@@ -1,0 +1,108 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/redlock"
+)
+
+// Locking many distinct keys leaves nothing behind forever: every key the
+// library writes carries a TTL, and once the fencing retention has passed
+// no key is left at all.
+func TestDistinctKeysLeaveNoKeyWithoutTTL(t *testing.T) {
+	const keys, workers = 10000, 16
+	retention := 3 * time.Second
+	c, nodes, _ := lab(t, 3, redlock.WithTTL(time.Second), redlock.WithFenceRetention(retention), redlock.WithAutoRenew(false))
+	ctx := ctxFor(t, 2*time.Minute)
+	var next atomic.Int64
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := next.Add(1); i <= keys; i = next.Add(1) {
+				l, err := c.TryLock(ctx, fmt.Sprintf("order:%d", i))
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				if err := l.Unlock(ctx); err != nil {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := failed.Load(); n > keys/100 {
+		t.Fatalf("%d of %d lock/unlock cycles failed", n, keys)
+	}
+	for i, n := range nodes {
+		total, noTTL := keysWithoutTTL(t, ctx, n)
+		if total == 0 { // the latest counters are still within their retention
+			t.Errorf("node %d holds no key right after %d cycles, want the latest fencing counters", i, keys)
+		}
+		if noTTL != 0 {
+			t.Errorf("node %d: %d of %d keys have no TTL, want 0", i, noTTL, total)
+		}
+	}
+	eventually(t, retention+5*time.Second, "every key expired after the retention", func() bool {
+		for _, n := range nodes {
+			if total, _ := keysWithoutTTL(t, ctx, n); total != 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// keysWithoutTTL scans n and returns how many keys it holds and how many of
+// them never expire, leaving out the lab's vouch (TrustStart).
+func keysWithoutTTL(t *testing.T, ctx context.Context, n redis.UniversalClient) (total, noTTL int) {
+	t.Helper()
+	iter := n.Scan(ctx, 0, "*", 1000).Iterator()
+	for iter.Next(ctx) {
+		if iter.Val() == redlock.TrustKey {
+			continue
+		}
+		total++
+		if ttl, err := n.PTTL(ctx, iter.Val()).Result(); err == nil && ttl == -1 {
+			noTTL++
+		}
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatalf("SCAN: %v", err)
+	}
+	return total, noTTL
+}
+
+// A key whose every trace was deleted from every master — its fencing state
+// expired, or every master restarted empty — still gets a larger token.
+func TestTokenGrowsAfterAllStateIsGone(t *testing.T) {
+	c, nodes, _ := lab(t, 3, redlock.WithAutoRenew(false))
+	ctx := ctxFor(t, 10*time.Second)
+	var last int64
+	for round := range 3 {
+		l, err := c.TryLock(ctx, "k")
+		if err != nil {
+			t.Fatalf("round %d: TryLock: %v", round, err)
+		}
+		if l.Token() <= last {
+			t.Fatalf("round %d: token %d after %d, want larger", round, l.Token(), last)
+		}
+		last = l.Token()
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatalf("round %d: Unlock: %v", round, err)
+		}
+		names := redlock.Keys(redlock.DefaultPrefix, "k")
+		for i, n := range nodes {
+			if err := n.Del(ctx, names.Lock, names.Fence, names.Queue, names.Leases).Err(); err != nil {
+				t.Fatalf("node %d: DEL: %v", i, err)
+			}
+		}
+	}
+}
