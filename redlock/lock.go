@@ -18,13 +18,13 @@ import (
 // A Lock is safe for concurrent use by several goroutines and must not be
 // copied.
 type Lock struct {
-	c          *Client
-	cfg        config
-	key        string
-	ks         keyset
-	id         identity
-	fenced     []bool      // nodes known to hold a fencing counter ≥ token
-	token      int64
+	c      *Client
+	cfg    config
+	key    string
+	ks     keyset
+	id     identity
+	fenced []bool // nodes known to hold a fencing counter ≥ token
+	token  int64
 
 	life context.Context // ends when the lock does; its cause is Err()
 	end  context.CancelCauseFunc
