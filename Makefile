@@ -22,11 +22,12 @@ demo:
 	$(GO) run ./cmd/quorumlock demo
 
 # Side-by-side benchmarks of bench/ (its own module, so the peers never enter
-# this go.mod): starts five masters and prints one table, about 90 s.
+# this go.mod): starts five masters and prints one table (about 90 s), then
+# holds 10,000 renewed locks on one Client for 30 s (TestRenewalScale).
 # Flags go through BENCH_FLAGS, e.g. make bench BENCH_FLAGS='-bench.dur=6s'.
 .PHONY: bench
 bench: deps
-	cd bench && $(GO) test -run '^TestSideBySide$$' -v -count=1 -timeout 20m . -args $(BENCH_FLAGS)
+	cd bench && $(GO) test -run '^(TestSideBySide|TestRenewalScale)$$' -v -count=1 -timeout 20m . -args $(BENCH_FLAGS)
 
 # Chaos soak: random faults (crashes, restarts, paused masters, a majority
 # down, latency, blackholes, lost replies, partitions) from a seeded RNG under

@@ -38,7 +38,14 @@ if owner == ARGV[1] then
   if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then
     redis.call('PEXPIRE', KEYS[1], ARGV[3])
   end
-  return {1, tonumber(redis.call('GET', KEYS[2]) or '0')}
+  -- A client meeting this node's process for the first time hears when it
+  -- started here too (a replica holding a copy of our key answers here).
+  local token = tonumber(redis.call('GET', KEYS[2]) or '0')
+  local start = start_info(ARGV[7], redis.call('TIME'))
+  if start then
+    return {1, token, unpack(start)}
+  end
+  return {1, token}
 end
 
 if not owner then

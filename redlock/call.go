@@ -44,8 +44,8 @@ func (c *Client) execAlone(ctx context.Context, n int, sc *scriptCall) {
 // own: ctx may be spent by then, and a command under a spent ctx is silently
 // never sent.
 func (c *Client) exec(ctx context.Context, n int, sc *scriptCall) *redis.Cmd {
-	rdb := c.nodes[n].rdb
-	cmd := rdb.Do(ctx, sc.evalsha...)
+	nd := c.nodes[n]
+	cmd := nd.do(ctx, sc.evalsha...)
 	if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
 		return cmd
 	}
@@ -53,5 +53,5 @@ func (c *Client) exec(ctx context.Context, n int, sc *scriptCall) *redis.Cmd {
 	defer cancel()
 	eval := slices.Clone(sc.evalsha)
 	eval[0], eval[1] = "eval", sc.src
-	return rdb.Do(ctx, eval...)
+	return nd.do(ctx, eval...)
 }

@@ -88,6 +88,9 @@ func (c *Client) Close() error {
 		l.finish(ErrClosed, false)
 	}
 	c.wg.Wait()
+	for _, n := range c.nodes { // last: late releases above went through them
+		n.pipe.Close()
+	}
 	return nil
 }
 

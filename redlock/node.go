@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/autopipe"
 )
 
 // A node is one master of a Client, with what the Client learnt of it.
 type node struct {
 	rdb  redis.UniversalClient
-	addr string // "" when the client type exposes none
+	pipe *autopipe.Pipe // batches the Client's concurrent calls to this node
+	addr string         // "" when the client type exposes none
 
 	master atomic.Bool // ROLE confirmed a master (or the node is a cluster)
 
@@ -24,7 +26,7 @@ type node struct {
 }
 
 func newNode(rdb redis.UniversalClient) *node {
-	n := &node{rdb: rdb, addr: addrOf(rdb)}
+	n := &node{rdb: rdb, pipe: autopipe.New(rdb), addr: addrOf(rdb)}
 	// A cluster client is a whole cluster, not one server: its own failover
 	// decides which of its servers is a master.
 	_, cluster := rdb.(*redis.ClusterClient)
@@ -56,4 +58,18 @@ func (n *node) vet(ctx context.Context) error {
 	}
 	n.master.Store(true)
 	return nil
+}
+
+// do sends one command through the node's pipe: concurrent calls of the
+// Client to this node are written together and their replies read together.
+// It returns when the reply arrives or ctx ends; in the latter case it then
+// waits for the real outcome (bounded by the redis client's own timeouts),
+// so that a Round's Late sees what the node really did.
+func (n *node) do(ctx context.Context, args ...any) *redis.Cmd {
+	late := make(chan *redis.Cmd, 1)
+	cmd := n.pipe.DoLate(ctx, func(c *redis.Cmd) { late <- c }, args...)
+	if err := cmd.Err(); err != nil && err == ctx.Err() {
+		return <-late
+	}
+	return cmd
 }

@@ -117,7 +117,7 @@ func WithRestartGuard(d time.Duration) Option {
 // it expired: each node's token is the larger of its counter + 1 and its
 // clock in microseconds, so a key locked again after its state expired on
 // every node gets a larger token, as long as the masters' clocks did not
-// step back, nor drift apart from each other, by more than the time since
+// step back, nor drift apart from each other, by as much as the time since
 // its last holding (at least the retention). d must be longer than the TTL.
 // Default DefaultFenceRetention.
 func WithFenceRetention(d time.Duration) Option { return func(c *config) { c.retention = d } }

@@ -14,7 +14,9 @@
 -- An Unlock (ARGV[4] set) also takes the owner out of the waiters' queue —
 -- on every node it reaches, granted or not — so that the next in line is
 -- first everywhere.
-if ARGV[4] ~= '' and redis.call('ZREM', KEYS[3], ARGV[1]) == 1 then
+-- Without waiters (the common case) the queue costs one EXISTS.
+local queued = ARGV[4] ~= '' and redis.call('EXISTS', KEYS[3]) == 1
+if queued and redis.call('ZREM', KEYS[3], ARGV[1]) == 1 then
   redis.call('ZREM', KEYS[4], ARGV[1])
 end
 local token = tonumber(ARGV[6])
@@ -31,7 +33,7 @@ if ARGV[3] ~= '1' then
   end
 end
 redis.call('DEL', KEYS[1])
-if ARGV[4] ~= '' then
+if queued then
   local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
   if first then
     redis.call('PUBLISH', ARGV[4], first)

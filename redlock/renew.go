@@ -77,16 +77,31 @@ func (r *renewer) arm() {
 	r.armed = true
 }
 
-// fire takes the locks due, and renews them in batches.
+// fire takes the locks due, and renews them in batches, at most
+// renewRounds of them at once: a burst of rounds would queue on the redis
+// clients' pools and time out together.
 func (r *renewer) fire() {
 	if !r.c.begin() {
 		return
 	}
 	defer r.c.end()
-	for _, batch := range r.take() {
-		r.c.spawn(func() { r.c.renewBatch(batch) })
+	batches := r.take()
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, renewRounds)
+	for _, batch := range batches {
+		slots <- struct{}{}
+		wg.Add(1)
+		r.c.spawn(func() {
+			defer wg.Done()
+			r.c.renewBatch(batch)
+			<-slots
+		})
 	}
+	wg.Wait()
 }
+
+// renewRounds bounds the batched renewal rounds of one Client in flight.
+const renewRounds = 4
 
 // take removes from the schedule every lock due within a quarter of its
 // period, and groups them into batches that can share a round.

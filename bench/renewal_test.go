@@ -1,0 +1,125 @@
+package bench
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/redlock"
+)
+
+var (
+	flagRenewLocks = flag.Int("renew.locks", 10000, "TestRenewalScale: locks held by one Client")
+	flagRenewTTL   = flag.Duration("renew.ttl", 3*time.Second, "TestRenewalScale: their TTL")
+	flagRenewHold  = flag.Duration("renew.hold", 30*time.Second, "TestRenewalScale: how long they are held")
+)
+
+// TestRenewalScale holds many auto-renewed locks on one Client for a while
+// and reports what the watchdog costs: extend script calls per renewal
+// period (the masters' EVALSHA count), the client's CPU per period, and its
+// memory per held lock. It fails if a lock is lost or if the calls exceed
+// 1.2 × nodes × ⌈locks/100⌉ per period (issue 10).
+func TestRenewalScale(t *testing.T) {
+	lab := startLab(t)
+	nodes := lab.Clients(t)
+	c := newQuorumlock(t, nodes, redlock.WithTTL(*flagRenewTTL))
+	ctx, cancel := context.WithTimeout(context.Background(), *flagRenewHold+5*time.Minute)
+	defer cancel()
+
+	runtime.GC()
+	var m0 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	locks := acquireMany(t, ctx, c, *flagRenewLocks)
+	runtime.GC()
+	var m1 runtime.MemStats
+	runtime.ReadMemStats(&m1)
+
+	calls0, cpu0, start := scriptCalls(t, ctx, nodes), processCPU(), time.Now()
+	select {
+	case <-time.After(*flagRenewHold):
+	case <-ctx.Done():
+	}
+	calls1, cpu1, held := scriptCalls(t, ctx, nodes), processCPU(), time.Since(start)
+
+	lost := 0
+	for _, l := range locks {
+		if l.Err() != nil {
+			lost++
+		}
+	}
+	period := *flagRenewTTL / 3
+	periods := float64(held) / float64(period)
+	perPeriod := float64(calls1-calls0) / periods
+	limit := 1.2 * float64(len(nodes)) * float64((len(locks)+99)/100)
+	t.Logf("renewal scale: %d locks, TTL %v, held %v on %d masters", len(locks), *flagRenewTTL, held.Round(time.Millisecond), len(nodes))
+	t.Logf("  extend script calls per renewal period (%v): %.0f (limit %.0f; unbatched: %d)", period, perPeriod, limit, len(nodes)*len(locks))
+	t.Logf("  client CPU per renewal period: %v (%.1f%% of one core)", (cpu1-cpu0)/time.Duration(periods), 100*float64(cpu1-cpu0)/float64(held))
+	t.Logf("  client heap per held lock: %d bytes", int64(m1.HeapAlloc-m0.HeapAlloc)/int64(len(locks)))
+	t.Logf("  locks lost: %d", lost)
+	if lost > 0 {
+		t.Errorf("%d of %d locks lost", lost, len(locks))
+	}
+	if perPeriod > limit {
+		t.Errorf("%.0f extend calls per renewal period, want ≤ %.0f", perPeriod, limit)
+	}
+	for _, l := range locks {
+		l.Unlock(ctx)
+	}
+}
+
+// acquireMany takes n distinct locks with 16 goroutines.
+func acquireMany(t *testing.T, ctx context.Context, c *redlock.Client, n int) []*redlock.Lock {
+	t.Helper()
+	locks := make([]*redlock.Lock, n)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for w := range 16 {
+		wg.Go(func() {
+			for i := w; i < n; i += 16 {
+				l, err := c.Lock(ctx, "renewal-scale:"+strconv.Itoa(i))
+				if err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+					return
+				}
+				locks[i] = l
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatalf("acquiring %d locks: %v", n, firstErr)
+	}
+	return locks
+}
+
+// scriptCalls is the scripts the masters ran so far (EVALSHA and EVAL).
+func scriptCalls(t *testing.T, ctx context.Context, nodes []redis.UniversalClient) int64 {
+	t.Helper()
+	var total int64
+	for _, n := range nodes {
+		info, err := n.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatalf("INFO commandstats: %v", err)
+		}
+		for line := range strings.Lines(info) {
+			for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+				if rest, ok := strings.CutPrefix(line, cmd); ok {
+					var v int64
+					fmt.Sscan(rest[:strings.IndexByte(rest, ',')], &v)
+					total += v
+				}
+			}
+		}
+	}
+	return total
+}

@@ -1,0 +1,38 @@
+package autopipe
+
+import "errors"
+
+// ErrClosed matches (errors.Is) the error of a command that was not sent
+// because its Pipe was closed: Do after Close, or a command still queued
+// when Close ran. That error matches ErrNotSent too.
+var ErrClosed = errors.New("autopipe: pipe closed")
+
+// ErrNotSent matches (errors.Is) the error of every command that never
+// reached the server — nothing was written, so nothing needs undoing:
+// commands refused by a closed Pipe (see ErrClosed), and commands whose ctx
+// had ended before their batch was formed (their error then also matches
+// ctx's error, such as context.DeadlineExceeded).
+var ErrNotSent = errors.New("autopipe: command not sent")
+
+// errNoArgs mirrors go-redis's answer to a Do without a command.
+var errNoArgs = errors.New("autopipe: no command to send")
+
+// notSentError is the error of a command that was never written.
+type notSentError struct {
+	cause error  // ErrClosed or a context's error
+	why   string // the cause, without a second "autopipe:" prefix
+}
+
+// closedNotSent is shared by every command refused by a closed Pipe.
+var closedNotSent error = &notSentError{cause: ErrClosed, why: "pipe closed"}
+
+// notSent returns the error of a command skipped because ctx ended first.
+func notSent(ctxErr error) error {
+	return &notSentError{cause: ctxErr, why: ctxErr.Error()}
+}
+
+func (e *notSentError) Error() string { return "autopipe: command not sent: " + e.why }
+
+func (e *notSentError) Is(target error) bool { return target == ErrNotSent }
+
+func (e *notSentError) Unwrap() error { return e.cause }

@@ -1,0 +1,121 @@
+package autopipe
+
+import (
+	"runtime"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A batch is a sender's working set, reused from one round trip to the next.
+type batch struct {
+	pl    redis.Pipeliner // reusable: Exec empties it
+	calls []*call         // taken from the queue, swapped with it
+	cmds  []redis.Cmder   // the commands of calls still wanted
+}
+
+// send is a sending goroutine: it takes the whole queue as one batch, sends
+// it in one round trip and hands out the replies, then takes the next,
+// until it has waited idleTimeout for work or the Pipe is closed.
+func (p *Pipe) send() {
+	defer p.wg.Done()
+	b := batch{pl: p.rdb.Pipeline()}
+	idle := time.NewTimer(p.idleTimeout)
+	idle.Stop()
+	for p.next(&b, idle) {
+		p.run(&b)
+		// Let the callers just answered run first: those that call again
+		// at once then join the next batch rather than wait a round trip
+		// for the one after (measured: 14 calls per batch instead of 8
+		// with 16 callers, up to twice the throughput). Not a linger: it waits
+		// for no one.
+		runtime.Gosched()
+	}
+}
+
+// next moves the queue into b.calls, parking until there is work. It
+// reports false when the sender must end: idle too long, or Pipe closed
+// with nothing queued.
+func (p *Pipe) next(b *batch, idle *time.Timer) bool {
+	for {
+		p.mu.Lock()
+		if len(p.queue) > 0 {
+			b.calls, p.queue = p.queue, b.calls
+			p.mu.Unlock()
+			return true
+		}
+		if p.closed {
+			p.senders--
+			p.mu.Unlock()
+			return false
+		}
+		p.parked++
+		p.mu.Unlock()
+		if !p.park(idle) {
+			return false
+		}
+	}
+}
+
+// park waits for a wake-up token, the idle timeout or Close. It reports
+// false when the sender must end because it stayed idle.
+func (p *Pipe) park(idle *time.Timer) bool {
+	idle.Reset(p.idleTimeout)
+	select {
+	case <-p.wake:
+		idle.Stop()
+		return true
+	case <-p.done:
+	case <-idle.C:
+	}
+	idle.Stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.wake:
+		// Work was promised to a parked sender just now. Tokens are sent
+		// under mu, so none can be missed here; any parked sender may take
+		// one, since each token stands for one parked count already spent.
+		return true
+	default:
+	}
+	p.parked--
+	if p.closed {
+		return true // next sees the closed Pipe and ends the sender
+	}
+	p.senders--
+	return false
+}
+
+// run sends the calls of b still wanted in one pipeline and delivers every
+// outcome. A call whose ctx has ended is not sent: its caller is gone or
+// going, and a command it no longer waits for must not be written.
+func (p *Pipe) run(b *batch) {
+	kept := b.calls[:0]
+	for _, c := range b.calls {
+		if err := c.ctx.Err(); err != nil {
+			p.skipped.Add(1)
+			c.cmd.SetErr(notSent(err))
+			p.deliver(c)
+			continue
+		}
+		kept = append(kept, c)
+		b.cmds = append(b.cmds, c.cmd)
+	}
+	if len(kept) > 0 {
+		p.batches.Add(1)
+		p.sent.Add(uint64(len(kept)))
+		p.inFlight.Add(1)
+		// Errors are per command: a Redis error reply stays its command's,
+		// a connection error is set on every command of the batch.
+		_ = b.pl.BatchProcess(batchContext, b.cmds...)
+		_, _ = b.pl.Exec(batchContext)
+		p.inFlight.Add(-1)
+		for _, c := range kept {
+			p.deliver(c)
+		}
+	}
+	clear(b.calls) // drop the pointers: delivered calls belong to others now
+	clear(b.cmds)
+	b.calls, b.cmds = b.calls[:0], b.cmds[:0]
+}
