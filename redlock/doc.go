@@ -16,7 +16,14 @@
 //
 // By default a held lock is renewed by a watchdog (WithAutoRenew), so work may
 // run longer than the TTL; the TTL then only bounds how long a crashed holder
-// blocks the others.
+// blocks the others. A Client renews its locks together — one script call
+// per node covers up to 100 locks, each tallied on its own, so one lock that
+// cannot be renewed is lost alone — and a renewal sets the lock again on a
+// node where it is missing and free (one restarted empty, or down at
+// acquisition), counted once that node has been up for the restart guard:
+// a lock does not decay while a majority of nodes is healthy. Concurrent
+// calls of a Client to one node are pipelined: written together, their
+// replies read together, each still under its own node timeout.
 //
 // # How a lock is acquired
 //
