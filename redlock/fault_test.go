@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/internal/faultproxy"
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -249,5 +250,38 @@ func TestContendedWaitersStayLiveWithMinorityBlackholed(t *testing.T) {
 	t.Logf("acquisitions per waiter with 2 of 5 blackholed: %v", counts)
 	if slices.Min(counts) < 3 {
 		t.Errorf("acquisitions per waiter %v in 2 s: a waiter was starved with a minority down", counts)
+	}
+}
+
+// Close waits for the calls the Client has in flight, and calls to dead
+// masters — whose redis clients retry their dials for seconds — are cut at
+// their deadline plus a short window, so Close stays prompt.
+func TestCloseWithDeadMastersIsPrompt(t *testing.T) {
+	l := redislab.Start(t, 5)
+	l.Trust(t, redlock.TrustStart)
+	l.RequireControl(t)
+	c, err := redlock.New(l.Clients(t), redlock.WithNodeTimeout(testNodeTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{3, 4} {
+		if err := l.Nodes[i].Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := ctxFor(t, 10*time.Second)
+	lk, err := c.TryLock(ctx, "k")
+	if err != nil {
+		t.Fatalf("TryLock with 2 of 5 dead: %v", err)
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	start := time.Now()
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Close took %v with two dead masters, want well under the redis clients' dial retries", d)
 	}
 }

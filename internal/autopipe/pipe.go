@@ -1,7 +1,6 @@
 package autopipe
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +18,9 @@ const (
 	// DefaultIdleTimeout is how long a sending goroutine waits for work
 	// before it ends; the next call starts a new one.
 	DefaultIdleTimeout = 5 * time.Second
+	// DefaultLateWindow is how long after the latest deadline of its calls
+	// a batch may still take to be written and read (see WithLateWindow).
+	DefaultLateWindow = 250 * time.Millisecond
 )
 
 // A Pipe sends the commands of many goroutines to one Redis client in
@@ -33,6 +35,7 @@ type Pipe struct {
 	rdb         redis.UniversalClient
 	maxInFlight int
 	idleTimeout time.Duration
+	lateWindow  time.Duration
 
 	wake chan struct{} // one token per parked sender promised work; cap maxInFlight
 	done chan struct{} // closed by Close
@@ -62,6 +65,17 @@ func WithMaxInFlight(n int) Option {
 	return func(p *Pipe) { p.maxInFlight = n }
 }
 
+// WithLateWindow sets how long after the latest deadline of its calls a
+// batch may still take — to dial, retry, and, where the client applies
+// contexts to reads, to read its late replies — when every call of the batch
+// has a deadline (default DefaultLateWindow). It panics if d <= 0.
+func WithLateWindow(d time.Duration) Option {
+	if d <= 0 {
+		panic("autopipe: WithLateWindow needs a positive duration")
+	}
+	return func(p *Pipe) { p.lateWindow = d }
+}
+
 // WithIdleTimeout sets how long a sending goroutine waits for work before it
 // ends (default DefaultIdleTimeout). It panics if d <= 0.
 func WithIdleTimeout(d time.Duration) Option {
@@ -78,7 +92,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Pipe {
 	if rdb == nil {
 		panic("autopipe: New needs a client")
 	}
-	p := &Pipe{rdb: rdb, maxInFlight: DefaultMaxInFlight, idleTimeout: DefaultIdleTimeout, done: make(chan struct{})}
+	p := &Pipe{rdb: rdb, maxInFlight: DefaultMaxInFlight, idleTimeout: DefaultIdleTimeout, lateWindow: DefaultLateWindow, done: make(chan struct{})}
 	for _, opt := range opts {
 		opt(p)
 	}
@@ -145,9 +159,3 @@ func (p *Pipe) Stats() Stats {
 		InFlight: int(p.inFlight.Load()),
 	}
 }
-
-// batchContext is the context of every batch: never cancelled, so that a
-// batch is read to its end — its callers may have given up, but their late
-// replies are still wanted, and the connection must stay in step. The
-// client's own timeouts bound it.
-var batchContext = context.Background()

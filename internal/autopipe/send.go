@@ -1,6 +1,7 @@
 package autopipe
 
 import (
+	"context"
 	"runtime"
 	"time"
 
@@ -108,8 +109,10 @@ func (p *Pipe) run(b *batch) {
 		p.inFlight.Add(1)
 		// Errors are per command: a Redis error reply stays its command's,
 		// a connection error is set on every command of the batch.
-		_ = b.pl.BatchProcess(batchContext, b.cmds...)
-		_, _ = b.pl.Exec(batchContext)
+		ctx, cancel := p.batchContext(kept)
+		_ = b.pl.BatchProcess(ctx, b.cmds...)
+		_, _ = b.pl.Exec(ctx)
+		cancel()
 		p.inFlight.Add(-1)
 		for _, c := range kept {
 			p.deliver(c)
@@ -118,4 +121,26 @@ func (p *Pipe) run(b *batch) {
 	clear(b.calls) // drop the pointers: delivered calls belong to others now
 	clear(b.cmds)
 	b.calls, b.cmds = b.calls[:0], b.cmds[:0]
+}
+
+// batchContext returns the context of a batch of calls: never cancelled by
+// a caller giving up, so that a batch is read to its end — its callers may
+// have given up, but their late replies are still wanted — yet ending
+// p.lateWindow after the latest of the calls' deadlines, when every call has
+// one: go-redis checks it before dialing and between its retries, so a dead
+// server cannot hold a batch (and Close) for its dial retries. Whether the
+// read of a written command is cut too depends on the client
+// (ContextTimeoutEnabled); its own timeouts bound it otherwise.
+func (p *Pipe) batchContext(calls []*call) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, c := range calls {
+		d, ok := c.ctx.Deadline()
+		if !ok {
+			return context.Background(), func() {}
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(context.Background(), latest.Add(p.lateWindow))
 }
