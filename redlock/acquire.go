@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -19,7 +20,12 @@ import (
 // attempt is undone on every node that may have granted it — including those
 // that did not answer in time — in the background, detached from ctx.
 func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
-	cfg, err := c.enter(key, opts)
+	return c.tryLock(ctx, []string{key}, opts)
+}
+
+// tryLock is TryLock of every key of keys at once.
+func (c *Client) tryLock(ctx context.Context, keys []string, opts []Option) (*Lock, error) {
+	cfg, err := c.enter(keys, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -27,9 +33,8 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(err, ErrNotObtained)
 	}
-	ctx, done := c.observe(ctx, key, false)
-	ks := newKeyset(cfg.prefix, key)
-	l, _, err := c.attempt(ctx, key, &ks, &cfg, cfg.identity(), "", nil)
+	ctx, done := c.observe(ctx, strings.Join(keys, ","), false)
+	l, _, err := c.attempt(ctx, keys, newKeysets(cfg.prefix, keys), &cfg, cfg.identity(), "", nil)
 	done(l, err)
 	return l, err
 }
@@ -58,7 +63,12 @@ func (c *Client) observe(ctx context.Context, key string, wait bool) (context.Co
 // context.DeadlineExceeded after the maximum wait), and errors.As gives the
 // last attempt's *QuorumError.
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
-	cfg, err := c.enter(key, opts)
+	return c.lock(ctx, []string{key}, opts)
+}
+
+// lock is Lock of every key of keys at once.
+func (c *Client) lock(ctx context.Context, keys []string, opts []Option) (*Lock, error) {
+	cfg, err := c.enter(keys, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -68,14 +78,16 @@ func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, e
 		ctx, cancel = context.WithTimeout(ctx, cfg.maxWait)
 		defer cancel()
 	}
-	ctx, done := c.observe(ctx, key, true)
-	l, err := c.wait(ctx, key, &cfg)
+	ctx, done := c.observe(ctx, strings.Join(keys, ","), true)
+	l, err := c.wait(ctx, keys, &cfg)
 	done(l, err)
 	return l, err
 }
 
-func (c *Client) wait(ctx context.Context, key string, cfg *config) (*Lock, error) {
-	ks := newKeyset(cfg.prefix, key)
+// wait makes attempts on keys, in line on each, until one succeeds or ctx
+// ends. A waiter for several keys listens on every key's channel.
+func (c *Client) wait(ctx context.Context, keys []string, cfg *config) (*Lock, error) {
+	kss := newKeysets(cfg.prefix, keys)
 	id := cfg.identity() // one owner for every attempt: a late grant is ours
 	ticket := strconv.FormatInt(cfg.clock.Now().UnixMilli(), 10)
 	b := cfg.backoff()
@@ -84,19 +96,19 @@ func (c *Client) wait(ctx context.Context, key string, cfg *config) (*Lock, erro
 	gone := new(atomic.Bool)
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, c.giveUp(ctx, cfg, &ks, id, errors.Join(err, last), wake != nil, gone)
+			return nil, c.giveUp(ctx, cfg, kss, id, errors.Join(err, last), wake != nil, gone)
 		}
-		l, hint, err := c.attempt(ctx, key, &ks, cfg, id, ticket, gone)
+		l, hint, err := c.attempt(ctx, keys, kss, cfg, id, ticket, gone)
 		if err == nil { // the holder keeps its place in line until Unlock takes it out
 			return l, nil
 		}
 		if !errors.Is(err, ErrNotObtained) {
-			return nil, c.giveUp(ctx, cfg, &ks, id, err, wake != nil, gone)
+			return nil, c.giveUp(ctx, cfg, kss, id, err, wake != nil, gone)
 		}
 		last = err
 		if wake == nil {
 			var stop func()
-			wake, stop = c.bell.listen(ks.Channel, id.owner)
+			wake, stop = c.bell.listen(kss.channels(), id.owner)
 			defer stop()
 		}
 		delay := b.NextBackOff()
@@ -104,7 +116,7 @@ func (c *Client) wait(ctx context.Context, key string, cfg *config) (*Lock, erro
 			delay = hint
 		}
 		if err := c.sleep(ctx, cfg.clock, delay, wake); err != nil {
-			return nil, c.giveUp(ctx, cfg, &ks, id, errors.Join(err, last), true, gone)
+			return nil, c.giveUp(ctx, cfg, kss, id, errors.Join(err, last), true, gone)
 		}
 	}
 }
@@ -112,10 +124,10 @@ func (c *Client) wait(ctx context.Context, key string, cfg *config) (*Lock, erro
 // giveUp leaves the waiters' queue, if Lock had joined it, and returns err.
 // It marks the Lock gone first, so that a refusal answering late — after the
 // leave — is undone by the attempt's Late.
-func (c *Client) giveUp(ctx context.Context, cfg *config, ks *keyset, id identity, err error, queued bool, gone *atomic.Bool) error {
+func (c *Client) giveUp(ctx context.Context, cfg *config, kss keysets, id identity, err error, queued bool, gone *atomic.Bool) error {
 	gone.Store(true)
 	if queued {
-		c.spawn(func() { c.leave(ctx, cfg, ks, id) })
+		c.spawn(func() { c.leave(ctx, cfg, kss, id) })
 	}
 	return err
 }
@@ -156,10 +168,10 @@ func (cfg *config) identity() identity {
 	return identity{owner: rand.Text()}
 }
 
-// enter checks key and applies opts over the Client's defaults, then counts
-// the call in flight; on success the caller must call c.end.
-func (c *Client) enter(key string, opts []Option) (config, error) {
-	if err := checkKey(key); err != nil {
+// enter checks keys and applies opts over the Client's defaults, then
+// counts the call in flight; on success the caller must call c.end.
+func (c *Client) enter(keys []string, opts []Option) (config, error) {
+	if err := c.checkKeys(keys); err != nil {
 		return config{}, err
 	}
 	cfg, err := c.cfg.with(opts)

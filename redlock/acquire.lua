@@ -1,84 +1,109 @@
--- Acquire: grant the lock if it is free and no live waiter is queued ahead of
--- us, or add a hold if it is already ours.
--- KEYS[1] the lock: a hash with field "owner" and one field "h:<hold>" per hold
--- KEYS[2] the fencing counter
--- KEYS[3] the waiters' queue: a sorted set of owners by ticket (first attempt time)
--- KEYS[4] the waiters' leases: a sorted set of owners by lease end (server ms)
+-- Acquire: grant every lock of the attempt if each is free and no live
+-- waiter is queued ahead of us on it, or already ours (a hold is added);
+-- otherwise grant none. One key is a Lock; several are a LockMany, which
+-- takes all of them or none in this one call, so that callers with
+-- overlapping sets never hold part of one and wait for the rest.
+-- KEYS, per lock (4 each):
+--   the lock: a hash with field "owner" and one field "h:<hold>" per hold,
+--   the fencing counter,
+--   the waiters' queue: a sorted set of owners by ticket (first attempt time),
+--   the waiters' leases: a sorted set of owners by lease end (server ms).
 -- ARGV[1] owner, ARGV[2] hold id, ARGV[3] TTL in ms,
 -- ARGV[4] ticket ("" for a one-shot attempt, which never queues), ARGV[5] queue lease in ms,
 -- ARGV[6] the fencing state's retention in ms.
 -- ARGV[7] restart detection: "" off; else the node's LASTSAVE as this client
 -- last saw it, or "?" if it cannot rely on one yet (start.lua).
--- Returns {1, fencing token} when granted, or {1, token, start_info...} when
--- the grant must say when its node started (start.lua); {0, remaining TTL in
--- ms} when refused (0 when the lock is free but a waiter is ahead).
-local owner = redis.call('HGET', KEYS[1], 'owner')
+-- Returns {1, token per lock...} when granted, followed by start_info's
+-- fields when the grant must say when its node started (start.lua); {0,
+-- remaining TTL in ms} when refused: the longest among the locks held by
+-- others (0 when they are free but a waiter is ahead).
+local n = #KEYS / 4
 local hold = 'h:' .. ARGV[2]
-local queued = redis.call('EXISTS', KEYS[3]) == 1
 
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
-local function wait_in_line()
+local function wait_in_line(i)
   if ARGV[4] == '' then return end
+  local queue, leases = KEYS[4 * i - 1], KEYS[4 * i]
   local lease = now_ms() + tonumber(ARGV[5])
-  redis.call('ZADD', KEYS[3], 'NX', ARGV[4], ARGV[1])
-  redis.call('ZADD', KEYS[4], lease, ARGV[1])
-  redis.call('PEXPIRE', KEYS[3], ARGV[5])
-  redis.call('PEXPIRE', KEYS[4], ARGV[5])
+  redis.call('ZADD', queue, 'NX', ARGV[4], ARGV[1])
+  redis.call('ZADD', leases, lease, ARGV[1])
+  redis.call('PEXPIRE', queue, ARGV[5])
+  redis.call('PEXPIRE', leases, ARGV[5])
 end
 
-if owner == ARGV[1] then
-  -- A re-sent attempt (its reply was lost) or a nested hold of the same
-  -- owner: the same hold id is the same field, so a re-send never counts
-  -- twice. Never shorten the lease.
-  redis.call('HSET', KEYS[1], hold, 1)
-  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then
-    redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  end
-  -- A client meeting this node's process for the first time hears when it
-  -- started here too (a replica holding a copy of our key answers here).
-  local token = tonumber(redis.call('GET', KEYS[2]) or '0')
-  local start = start_info(ARGV[7], redis.call('TIME'))
-  if start then
-    return {1, token, unpack(start)}
-  end
-  return {1, token}
-end
-
-if not owner then
-  if queued then
+-- blocked says whether lock i stops the grant: held by another owner, or
+-- free with a live waiter ahead of us; and the holder's remaining lease.
+local function blocked(i)
+  local lock, queue, leases = KEYS[4 * i - 3], KEYS[4 * i - 1], KEYS[4 * i]
+  local owner = redis.call('HGET', lock, 'owner')
+  if owner == ARGV[1] then return false, 0 end
+  if owner then return true, redis.call('PTTL', lock) end
+  if redis.call('EXISTS', queue) == 1 then
     -- Forget waiters whose lease ran out (they gave up or crashed).
-    local dead = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now_ms())
+    local dead = redis.call('ZRANGEBYSCORE', leases, '-inf', now_ms())
     if #dead > 0 then
-      redis.call('ZREM', KEYS[3], unpack(dead))
-      redis.call('ZREM', KEYS[4], unpack(dead))
+      redis.call('ZREM', queue, unpack(dead))
+      redis.call('ZREM', leases, unpack(dead))
     end
-    local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-    if head and head ~= ARGV[1] then
-      wait_in_line()
-      return {0, 0}
-    end
+    local head = redis.call('ZRANGE', queue, 0, 0)[1]
+    if head and head ~= ARGV[1] then return true, 0 end
   end
-  -- A grant keeps the waiter's place in line: if the attempt fails on the
-  -- other nodes and is undone, it must still be first here next time, or two
-  -- waiters that split the nodes would swap places forever. Unlock removes it.
-  redis.call('HSET', KEYS[1], 'owner', ARGV[1], hold, 1)
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  -- The token is the larger of the counter + 1 and this node's clock in
-  -- microseconds: it grows with the counter while the fencing state lives,
-  -- and with the clock once it expired or was lost in an empty restart.
-  local t = redis.call('TIME')
-  local token = math.max(tonumber(redis.call('GET', KEYS[2]) or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-  redis.call('SET', KEYS[2], string.format('%d', token), 'PX', ARGV[6])
-  local start = start_info(ARGV[7], t)
-  if start then
-    return {1, token, unpack(start)}
-  end
-  return {1, token}
+  return false, 0
 end
 
-wait_in_line()
-return {0, redis.call('PTTL', KEYS[1])}
+local refused, pttl = false, 0
+for i = 1, n do
+  local b, left = blocked(i)
+  if b then
+    refused, pttl = true, math.max(pttl, left)
+  end
+end
+if refused then
+  -- Wait in line on every lock not ours: tickets order every queue the
+  -- same way, so the oldest waiter is first on all of its locks and waits
+  -- only for holders, never for another waiter (no deadlock).
+  for i = 1, n do
+    if redis.call('HGET', KEYS[4 * i - 3], 'owner') ~= ARGV[1] then wait_in_line(i) end
+  end
+  return {0, pttl}
+end
+
+local t = redis.call('TIME')
+local out = {1}
+for i = 1, n do
+  local lock, fence = KEYS[4 * i - 3], KEYS[4 * i - 2]
+  if redis.call('HGET', lock, 'owner') == ARGV[1] then
+    -- A re-sent attempt (its reply was lost) or a nested hold of the same
+    -- owner: the same hold id is the same field, so a re-send never counts
+    -- twice. Never shorten the lease.
+    redis.call('HSET', lock, hold, 1)
+    if redis.call('PTTL', lock) < tonumber(ARGV[3]) then
+      redis.call('PEXPIRE', lock, ARGV[3])
+    end
+    out[i + 1] = tonumber(redis.call('GET', fence) or '0')
+  else
+    -- A grant keeps the waiter's place in line: if the attempt fails on the
+    -- other nodes and is undone, it must still be first here next time, or
+    -- two waiters that split the nodes would swap places forever. Unlock
+    -- removes it.
+    redis.call('HSET', lock, 'owner', ARGV[1], hold, 1)
+    redis.call('PEXPIRE', lock, ARGV[3])
+    -- The token is the larger of the counter + 1 and this node's clock in
+    -- microseconds: it grows with the counter while the fencing state lives,
+    -- and with the clock once it expired or was lost in an empty restart.
+    local token = math.max(tonumber(redis.call('GET', fence) or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+    redis.call('SET', fence, string.format('%d', token), 'PX', ARGV[6])
+    out[i + 1] = token
+  end
+end
+-- A client meeting this node's process for the first time hears when it
+-- started (a replica holding a copy of our key answers here too).
+local start = start_info(ARGV[7], t)
+if start then
+  for _, v in ipairs(start) do out[#out + 1] = v end
+end
+return out

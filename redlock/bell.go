@@ -38,24 +38,30 @@ type subscription struct {
 // subscribeTimeout bounds one SUBSCRIBE or UNSUBSCRIBE on one node.
 const subscribeTimeout = time.Second
 
-// listen registers owner's waiter for channel and returns the channel it is
-// woken on, and the function that unregisters it. It never blocks on the
-// network.
-func (b *bell) listen(channel, owner string) (<-chan struct{}, func()) {
+// listen registers owner's waiter for channels — one per key it waits for —
+// and returns the channel it is woken on (by a message on any of them), and
+// the function that unregisters it. It never blocks on the network.
+func (b *bell) listen(channels []string, owner string) (<-chan struct{}, func()) {
 	wake := make(chan struct{}, 1)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.ears == nil {
 		b.open()
 	}
-	set := b.waiters[channel]
-	if set == nil {
-		set = map[chan struct{}]string{}
-		b.waiters[channel] = set
-		b.tell(subscription{channel, true})
+	for _, channel := range channels {
+		set := b.waiters[channel]
+		if set == nil {
+			set = map[chan struct{}]string{}
+			b.waiters[channel] = set
+			b.tell(subscription{channel, true})
+		}
+		set[wake] = owner
 	}
-	set[wake] = owner
-	return wake, func() { b.forget(channel, wake) }
+	return wake, func() {
+		for _, channel := range channels {
+			b.forget(channel, wake)
+		}
+	}
 }
 
 func (b *bell) forget(channel string, wake chan struct{}) {

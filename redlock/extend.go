@@ -71,13 +71,15 @@ func (c *Client) extendOn(ctx context.Context, n int, locks []*Lock, repair bool
 		if err != nil {
 			return nil, err
 		}
-		if len(reply) < len(group) {
-			return nil, fmt.Errorf("redlock: unexpected reply to extend: %v", reply)
+		k := 0 // the reply has one result per key of each lock of group
+		for _, i := range group {
+			if k+len(locks[i].kss) > len(reply) {
+				return nil, fmt.Errorf("redlock: unexpected reply to extend: %v", reply)
+			}
+			results[i] = lockResult(reply[k : k+len(locks[i].kss)])
+			k += len(locks[i].kss)
 		}
-		for k, i := range group {
-			results[i], _ = reply[k].(int64)
-		}
-		if rest := reply[len(group):]; len(rest) > 0 {
+		if rest := reply[k:]; len(rest) > 0 {
 			start = startFields(rest)
 		}
 	}
@@ -92,6 +94,22 @@ func (c *Client) extendOn(ctx context.Context, n int, locks []*Lock, repair bool
 		})
 	}
 	return votes, nil
+}
+
+// lockResult is one lock's extend.lua result on a node from its keys'
+// results: not ours if any key is not (the node no longer holds the whole
+// lock), repaired if any key was, else extended.
+func lockResult(keys []any) int64 {
+	result := int64(extendDone)
+	for _, r := range keys {
+		switch r, _ := r.(int64); r {
+		case extendNotOurs:
+			return extendNotOurs
+		case extendRepaired:
+			result = extendRepaired
+		}
+	}
+	return result
 }
 
 // repairVote is one lock's vote from its extend.lua result; counted says
@@ -122,7 +140,7 @@ func (nd *node) groups(locks []*Lock) [][]int {
 	bySlot := map[int][]int{}
 	var slots []int
 	for i, l := range locks {
-		s := slotOf(l.ks.Lock)
+		s := slotOf(l.kss[0].Lock) // a lock's keys share one slot (checkKeys)
 		if bySlot[s] == nil {
 			slots = append(slots, s)
 		}
@@ -146,8 +164,10 @@ func extendCall(locks []*Lock, group []int, repair bool, last string) *scriptCal
 	args = append(args, mode, locks[0].cfg.retention.Milliseconds(), last)
 	for _, i := range group {
 		l := locks[i]
-		keys = append(keys, l.ks.Lock, l.ks.Fence)
-		args = append(args, l.id.owner, l.id.hold, l.cfg.ttl.Milliseconds(), l.token)
+		for k, ks := range l.kss {
+			keys = append(keys, ks.Lock, ks.Fence)
+			args = append(args, l.id.owner, l.id.hold, l.cfg.ttl.Milliseconds(), l.tokens[k])
+		}
 	}
 	return newScriptCall(extendScript, keys, args...)
 }
@@ -186,7 +206,7 @@ func releaseLateRepairs(c *Client, locks []*Lock, n int, v quorum.Vote[[]quorum.
 	}
 	for i, l := range locks {
 		if v.Value[i].Value && l.hasEnded() {
-			c.releaseOn(context.Background(), &l.cfg, n, &l.ks, l.id, l.releaseKind(), l.token)
+			c.releaseOn(context.Background(), &l.cfg, n, l.kss, l.id, l.releaseKind(), l.tokens)
 		}
 	}
 }

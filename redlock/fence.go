@@ -15,19 +15,43 @@ import (
 // and the release raises its counter to the token too — or expired, at least
 // a TTL after the grant, when its clock-derived value exceeds the token as
 // long as the masters' clocks differ by less than that (package doc).
-func (c *Client) fence(cfg *config, ks *keyset, won *quorum.Tally[int64]) (int64, []bool) {
-	token, behind := fencePlan(won)
-	fenced := make([]bool, len(won.Votes))
+//
+// Each key of a holding is fenced on its own: tokens has one per key, and a
+// node is marked in fenced when it holds every key's.
+func (c *Client) fence(cfg *config, kss keysets, won *quorum.Tally[[]int64]) (tokens []int64, fenced []bool) {
+	tokens = make([]int64, len(kss))
+	fenced = make([]bool, len(won.Votes))
 	for n, v := range won.Votes {
-		fenced[n] = v.Outcome == quorum.Granted && v.Value >= token
+		fenced[n] = v.Outcome == quorum.Granted
 	}
-	if len(behind) > 0 {
-		raise := newScriptCall(fenceScript, []string{ks.Fence}, token, cfg.retention.Milliseconds())
-		for _, n := range behind {
-			c.spawn(func() { c.execAlone(context.Background(), n, raise) })
+	for i := range kss {
+		kt := keyTally(won, i)
+		token, behind := fencePlan(&kt)
+		tokens[i] = token
+		for n, v := range kt.Votes {
+			fenced[n] = fenced[n] && v.Value >= token
+		}
+		if len(behind) > 0 {
+			raise := newScriptCall(fenceScript, []string{kss[i].Fence}, token, cfg.retention.Milliseconds())
+			for _, n := range behind {
+				c.spawn(func() { c.execAlone(context.Background(), n, raise) })
+			}
 		}
 	}
-	return token, fenced
+	return tokens, fenced
+}
+
+// keyTally is key i's part of an acquisition's tally: each grant's token
+// for that key.
+func keyTally(t *quorum.Tally[[]int64], i int) quorum.Tally[int64] {
+	kt := quorum.Tally[int64]{Votes: make([]quorum.Vote[int64], len(t.Votes)), Need: t.Need}
+	for n, v := range t.Votes {
+		kt.Votes[n] = quorum.Vote[int64]{Outcome: v.Outcome, Err: v.Err}
+		if v.Outcome == quorum.Granted {
+			kt.Votes[n].Value = v.Value[i]
+		}
+	}
+	return kt
 }
 
 // fencePlan returns the token of a won round — the largest counter among the

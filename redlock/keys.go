@@ -47,8 +47,44 @@ type keyset = KeyNames
 
 func newKeyset(prefix, key string) keyset { return Keys(prefix, key) }
 
-// acquireKeys are the KEYS of acquire.lua.
-func (k *keyset) acquireKeys() []string { return []string{k.Lock, k.Fence, k.Queue, k.Leases} }
+// keysets are the names of every key of one holding, in the caller's order:
+// one for Lock, several for LockMany.
+type keysets []keyset
+
+func newKeysets(prefix string, keys []string) keysets {
+	kss := make(keysets, len(keys))
+	for i, k := range keys {
+		kss[i] = newKeyset(prefix, k)
+	}
+	return kss
+}
+
+// lockKeys are the KEYS of acquire.lua and release.lua: four per key.
+func (kss keysets) lockKeys() []string {
+	out := make([]string, 0, 4*len(kss))
+	for _, k := range kss {
+		out = append(out, k.Lock, k.Fence, k.Queue, k.Leases)
+	}
+	return out
+}
+
+// leaveKeys are the KEYS of leave.lua: three per key.
+func (kss keysets) leaveKeys() []string {
+	out := make([]string, 0, 3*len(kss))
+	for _, k := range kss {
+		out = append(out, k.Queue, k.Leases, k.Lock)
+	}
+	return out
+}
+
+// channels are the keys' channels, on which a freed lock is announced.
+func (kss keysets) channels() []string {
+	out := make([]string, len(kss))
+	for i, k := range kss {
+		out[i] = k.Channel
+	}
+	return out
+}
 
 // checkKey refuses keys the library cannot lock: empty or too long.
 func checkKey(key string) error {

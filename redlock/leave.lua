@@ -1,15 +1,20 @@
--- Leave the waiters' queue: a Lock that gave up, or that won on other nodes.
--- If the lock is free, announce the new first waiter, who may take it now.
--- KEYS[1] the queue, KEYS[2] the queue's leases, KEYS[3] the lock.
--- ARGV[1] owner, ARGV[2] the channel to announce on.
-if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then
-  return 0
-end
-redis.call('ZREM', KEYS[2], ARGV[1])
-if redis.call('EXISTS', KEYS[3]) == 0 then
-  local head = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
-  if head then
-    redis.call('PUBLISH', ARGV[2], head)
+-- Leave the waiters' queues: a Lock that gave up, or that won on other nodes.
+-- Where a lock is free, announce its new first waiter, who may take it now.
+-- KEYS, per lock (3 each): the queue, the queue's leases, the lock.
+-- ARGV[1] owner. A lock's channel is its name followed by ":free".
+-- Returns how many queues the owner left.
+local left = 0
+for i = 1, #KEYS / 3 do
+  local queue, leases, lock = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
+  if redis.call('ZREM', queue, ARGV[1]) == 1 then
+    left = left + 1
+    redis.call('ZREM', leases, ARGV[1])
+    if redis.call('EXISTS', lock) == 0 then
+      local head = redis.call('ZRANGE', queue, 0, 0)[1]
+      if head then
+        redis.call('PUBLISH', lock .. ':free', head)
+      end
+    end
   end
 end
-return 1
+return left

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,20 +12,24 @@ import (
 	"github.com/seed818c56a1/quorumlock/quorum"
 )
 
-// A Lock is one holding of a key, granted by a majority of the Client's
-// nodes. It is held until Unlock, until it is lost (Done closes and Err
-// returns ErrLockLost), or until its Client closes.
+// A Lock is one holding of a key — or of several keys at once, all or
+// none (LockMany) — granted by a majority of the Client's nodes. It is held
+// until Unlock, until it is lost (Done closes and Err returns ErrLockLost),
+// or until its Client closes. A Lock of several keys is held, renewed,
+// released and lost as one: each node's vote covers all of its keys.
 //
 // A Lock is safe for concurrent use by several goroutines and must not be
 // copied.
 type Lock struct {
 	c      *Client
 	cfg    config
-	key    string
-	ks     keyset
+	key    string   // the keys joined by commas, for Key, errors and observers
+	keys   []string // as given to Lock or LockMany
+	kss    keysets  // their names on the nodes, in the same order
 	id     identity
-	fenced []bool // nodes known to hold a fencing counter ≥ token
-	token  int64
+	fenced []bool  // nodes known to hold every key's fencing counter ≥ its token
+	tokens []int64 // per key
+	token  int64   // the largest of tokens
 
 	life context.Context // ends when the lock does; its cause is Err()
 	end  context.CancelCauseFunc
@@ -45,8 +50,9 @@ type Lock struct {
 
 // newLock returns the held lock, with its timers armed, or nil if c closed
 // meanwhile.
-func (c *Client) newLock(key string, ks *keyset, cfg *config, id identity, token int64, until time.Time, won *quorum.Tally[int64], fenced []bool) *Lock {
-	l := &Lock{c: c, cfg: *cfg, key: key, ks: *ks, id: id, token: token, until: until, fenced: fenced, slot: -1}
+func (c *Client) newLock(keys []string, kss keysets, cfg *config, id identity, tokens []int64, until time.Time, won *quorum.Tally[[]int64], fenced []bool) *Lock {
+	l := &Lock{c: c, cfg: *cfg, key: strings.Join(keys, ","), keys: keys, kss: kss, id: id,
+		tokens: tokens, token: slices.Max(tokens), until: until, fenced: fenced, slot: -1}
 	for n := range won.Votes {
 		if won.Abandoned(n) {
 			if l.inFlight == nil {
@@ -69,14 +75,33 @@ func (c *Client) newLock(key string, ks *keyset, cfg *config, id identity, token
 	return l
 }
 
-// Key returns the key the lock was acquired for, as given to Lock.
+// Key returns the key the lock was acquired for, as given to Lock; for
+// LockMany, the keys joined by commas.
 func (l *Lock) Key() string { return l.key }
+
+// Keys returns the keys the lock holds, in the order given: one for Lock,
+// several for LockMany.
+func (l *Lock) Keys() []string { return slices.Clone(l.keys) }
 
 // Token returns the fencing token of this holding: the largest value of the
 // key's fencing counter among the nodes that granted it. A store that
 // accepts a write only with a token at least as large as every token it has
 // seen rejects the writes of a holder whose lock has since passed to another.
+//
+// For a Lock of several keys, Token is the largest of their tokens: larger
+// than every token of any earlier holding of any of the keys. A store
+// fenced per key should use TokenOf, since a later holding of one key is
+// ordered only after that key's token.
 func (l *Lock) Token() int64 { return l.token }
+
+// TokenOf returns the fencing token of key within this holding, or 0 if the
+// lock does not hold key.
+func (l *Lock) TokenOf(key string) int64 {
+	if i := slices.Index(l.keys, key); i >= 0 {
+		return l.tokens[i]
+	}
+	return 0
+}
 
 // Until returns the end of the lock's validity, on the local monotonic clock.
 // Renewals move it forward. It is only meaningful while Err() is nil.
@@ -152,7 +177,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if !l.finish(ErrNotHeld, true) {
 		return ErrNotHeld
 	}
-	t := l.c.release(ctx, &l.cfg, &l.ks, l.id, l.releaseKind(), l.token, l.fenced, l.stillInFlight())
+	t := l.c.release(ctx, &l.cfg, l.kss, l.id, l.releaseKind(), l.tokens, l.fenced, l.stillInFlight())
 	nodeFailures(l.c, "unlock", l.key, &t)
 	switch {
 	case prior != nil:

@@ -16,18 +16,19 @@ const (
 	undoHold                      // a failed attempt: drop its hold, silently — its own waiter would wake
 )
 
-// release undoes a holding on every node, in parallel, each call under the
-// node timeout, detached from ctx's cancellation. token, when positive, is
-// raised onto the counter of every answering node not marked in fenced
-// (those already hold one at least as large). Nodes marked in skip are left
-// out: their acquire is still in flight, and its Late releases them.
-func (c *Client) release(ctx context.Context, cfg *config, ks *keyset, id identity, kind releaseKind, token int64, fenced, skip []bool) quorum.Tally[int64] {
+// release undoes a holding of every key of kss on every node, in parallel,
+// one call per node, each under the node timeout, detached from ctx's
+// cancellation. tokens (one per key, or nil), when positive, are raised onto
+// the counters of every answering node not marked in fenced (those already
+// hold counters at least as large). Nodes marked in skip are left out: their
+// acquire is still in flight, and its Late releases them.
+func (c *Client) release(ctx context.Context, cfg *config, kss keysets, id identity, kind releaseKind, tokens []int64, fenced, skip []bool) quorum.Tally[int64] {
 	r := round[int64](c, cfg)
 	r.Decided = func(t *quorum.Tally[int64]) bool { return t.Won() || t.Count(quorum.Refused) >= t.Need }
-	raise := releaseCall(cfg, ks, id, kind, token)
+	raise := releaseCall(cfg, kss, id, kind, tokens)
 	plain := raise
 	if fenced != nil {
-		plain = raise.withLast(int64(0))
+		plain = releaseCall(cfg, kss, id, kind, nil)
 	}
 	return r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[int64] {
 		if skip != nil && skip[n] {
@@ -46,10 +47,10 @@ func (c *Client) release(ctx context.Context, cfg *config, ks *keyset, id identi
 // there) — failed nodes included: their write may have landed. A node whose
 // call is still running is undone when it answers (the attempt's Late), so
 // that the undo cannot land before the write.
-func (c *Client) undo(ctx context.Context, cfg *config, ks *keyset, id identity, t *quorum.Tally[int64]) {
+func (c *Client) undo(ctx context.Context, cfg *config, kss keysets, id identity, t *quorum.Tally[[]int64]) {
 	r := round[int64](c, cfg)
 	r.Decided = func(*quorum.Tally[int64]) bool { return false }
-	sc := releaseCall(cfg, ks, id, undoHold, 0)
+	sc := releaseCall(cfg, kss, id, undoHold, nil)
 	r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[int64] {
 		if t.Votes[n].Outcome == quorum.Refused || t.Abandoned(n) {
 			return quorum.Vote[int64]{Outcome: quorum.Refused}
@@ -63,20 +64,30 @@ func (c *Client) undo(ctx context.Context, cfg *config, ks *keyset, id identity,
 var errInFlight = errors.New("redlock: acquire still in flight on this node; released when it answers")
 
 // releaseOn runs release.lua on node n alone, for a late answer.
-func (c *Client) releaseOn(ctx context.Context, cfg *config, n int, ks *keyset, id identity, kind releaseKind, token int64) {
-	c.execAlone(ctx, n, releaseCall(cfg, ks, id, kind, token))
+func (c *Client) releaseOn(ctx context.Context, cfg *config, n int, kss keysets, id identity, kind releaseKind, tokens []int64) {
+	c.execAlone(ctx, n, releaseCall(cfg, kss, id, kind, tokens))
 }
 
-// releaseCall is release.lua's call for kind.
-func releaseCall(cfg *config, ks *keyset, id identity, kind releaseKind, token int64) *scriptCall {
-	mode, channel := "0", ""
+// releaseCall is release.lua's call for kind; tokens are the counters to
+// raise, one per key, or nil to raise none.
+func releaseCall(cfg *config, kss keysets, id identity, kind releaseKind, tokens []int64) *scriptCall {
+	mode, announce := "0", ""
 	switch kind {
 	case unlockLock:
-		mode, channel = "1", ks.Channel
+		mode, announce = "1", "1"
 	case unlockHold:
-		channel = ks.Channel
+		announce = "1"
 	}
-	return newScriptCall(releaseScript, []string{ks.Lock, ks.Fence, ks.Queue, ks.Leases}, id.owner, id.hold, mode, channel, cfg.retention.Milliseconds(), token)
+	args := make([]any, 0, 5+len(kss))
+	args = append(args, id.owner, id.hold, mode, announce, cfg.retention.Milliseconds())
+	for i := range kss {
+		var token int64
+		if tokens != nil {
+			token = tokens[i]
+		}
+		args = append(args, token)
+	}
+	return newScriptCall(releaseScript, kss.lockKeys(), args...)
 }
 
 func releaseVote(reply int64, err error) quorum.Vote[int64] {
@@ -89,20 +100,20 @@ func releaseVote(reply int64, err error) quorum.Vote[int64] {
 	return quorum.Vote[int64]{Outcome: quorum.Granted, Value: reply}
 }
 
-// leaveOn removes id's owner from the key's waiters' queue on node n alone.
-func (c *Client) leaveOn(ctx context.Context, n int, ks *keyset, id identity) {
-	c.execAlone(ctx, n, leaveCall(ks, id))
+// leaveOn removes id's owner from the keys' waiters' queues on node n alone.
+func (c *Client) leaveOn(ctx context.Context, n int, kss keysets, id identity) {
+	c.execAlone(ctx, n, leaveCall(kss, id))
 }
 
-func leaveCall(ks *keyset, id identity) *scriptCall {
-	return newScriptCall(leaveScript, []string{ks.Queue, ks.Leases, ks.Lock}, id.owner, ks.Channel)
+func leaveCall(kss keysets, id identity) *scriptCall {
+	return newScriptCall(leaveScript, kss.leaveKeys(), id.owner)
 }
 
-// leave removes id's owner from the key's waiters' queue on every node.
-func (c *Client) leave(ctx context.Context, cfg *config, ks *keyset, id identity) {
+// leave removes id's owner from the keys' waiters' queues on every node.
+func (c *Client) leave(ctx context.Context, cfg *config, kss keysets, id identity) {
 	r := round[struct{}](c, cfg)
 	r.Decided = func(*quorum.Tally[struct{}]) bool { return false }
-	sc := leaveCall(ks, id)
+	sc := leaveCall(kss, id)
 	r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[struct{}] {
 		if err := c.exec(ctx, n, sc).Err(); err != nil {
 			return quorum.Vote[struct{}]{Outcome: quorum.Failed, Err: err}

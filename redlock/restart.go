@@ -149,13 +149,13 @@ func (n *node) counted(guard time.Duration, now time.Time) error {
 	return nil
 }
 
-// startOf reads the start info of a granting reply of acquire.lua: {1,
-// token, start_info...} (start.lua).
-func startOf(reply []any) startInfo {
-	if len(reply) < 3 {
+// startOf reads the start info of a granting reply of acquire.lua for keys
+// keys: {1, token per key..., start_info...} (start.lua).
+func startOf(reply []any, keys int) startInfo {
+	if len(reply) < 2+keys {
 		return startInfo{}
 	}
-	return startFields(reply[2:])
+	return startFields(reply[1+keys:])
 }
 
 // startFields reads start.lua's start_info: {uptime, run_id, LASTSAVE,
