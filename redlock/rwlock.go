@@ -1,6 +1,9 @@
 package redlock
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // RLock acquires a shared hold of key, waiting until it succeeds or ctx
 // ends: any number of readers at once, or one writer (Lock, TryLock).
@@ -18,3 +21,5 @@ func (c *Client) TryRLock(ctx context.Context, key string, opts ...Option) (*Loc
 	}
 	return nil, errNotYet
 }
+
+var errNotYet = errors.New("redlock: not implemented yet (issue 11)")
