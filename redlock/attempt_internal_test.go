@@ -16,7 +16,9 @@ func TestResentAttemptIsIdempotent(t *testing.T) {
 	lab := redislab.Start(t, 3)
 	lab.Trust(t, TrustStart)
 	nodes := lab.Clients(t)
-	c, err := New(nodes, WithAutoRenew(false))
+	// A roomy node timeout: the test is about idempotence, and a cold first
+	// call (NOSCRIPT, then EVAL) under -race can take longer than the default.
+	c, err := New(nodes, WithAutoRenew(false), WithNodeTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
