@@ -11,34 +11,14 @@
 -- ARGV[1] owner, ARGV[2] hold id, ARGV[3] TTL in ms,
 -- ARGV[4] ticket ("" for a one-shot attempt, which never queues), ARGV[5] queue lease in ms,
 -- ARGV[6] the fencing state's retention in ms.
--- ARGV[7] a semaphore's limit, "" for a plain lock: then one more KEY, last,
--- records the limit (<name>:limit), and the lock is permit i of the
--- semaphore, <name>:permit:i.
--- ARGV[8] restart detection: "" off; else the node's LASTSAVE as this client
+-- ARGV[7] restart detection: "" off; else the node's LASTSAVE as this client
 -- last saw it, or "?" if it cannot rely on one yet (start.lua).
 -- Returns {1, token per lock...} when granted, followed by start_info's
 -- fields when the grant must say when its node started (start.lua); {0,
 -- remaining TTL in ms} when refused: the longest among the locks held by
--- others (0 when they are free but a waiter is ahead); {-1, recorded limit}
--- when a permit is held here under another limit (nothing written).
-local n = math.floor(#KEYS / 4)
+-- others (0 when they are free but a waiter is ahead).
+local n = #KEYS / 4
 local hold = 'h:' .. ARGV[2]
-local limited = ARGV[7] ~= ''
-
-if limited then
-  -- Every holder of a semaphore must count with the same limit: another is
-  -- refused while any permit of the recorded limit is held here.
-  local record = KEYS[#KEYS]
-  local have = redis.call('GET', record)
-  if have and have ~= ARGV[7] then
-    local permit = string.sub(record, 1, -7) .. ':permit:'
-    for i = 0, tonumber(have) - 1 do
-      if redis.call('EXISTS', permit .. i) == 1 then
-        return {-1, tonumber(have)}
-      end
-    end
-  end
-end
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -122,10 +102,7 @@ for i = 1, n do
 end
 -- A client meeting this node's process for the first time hears when it
 -- started (a replica holding a copy of our key answers here too).
-if limited then
-  redis.call('SET', KEYS[#KEYS], ARGV[7], 'PX', ARGV[6])
-end
-local start = start_info(ARGV[8], t)
+local start = start_info(ARGV[7], t)
 if start then
   for _, v in ipairs(start) do out[#out + 1] = v end
 end

@@ -81,12 +81,8 @@ func (c *Client) attempt(ctx context.Context, keys []string, kss keysets, cfg *c
 // acquireCalls returns each node's acquire.lua call: with restart detection
 // on, each carries the node's LASTSAVE as this Client last saw it.
 func (c *Client) acquireCalls(kss keysets, cfg *config, id identity, ticket string) []*scriptCall {
-	keys, limit := kss.lockKeys(), ""
-	if cfg.limit > 0 { // a semaphore's permit: the limit's record comes last
-		keys, limit = append(keys, cfg.limitKey), strconv.Itoa(cfg.limit)
-	}
-	base := newScriptCall(acquireScript, keys, id.owner, id.hold,
-		cfg.ttl.Milliseconds(), ticket, cfg.queueLease().Milliseconds(), cfg.retention.Milliseconds(), limit, "")
+	base := newScriptCall(acquireScript, kss.lockKeys(), id.owner, id.hold,
+		cfg.ttl.Milliseconds(), ticket, cfg.queueLease().Milliseconds(), cfg.retention.Milliseconds(), "")
 	calls := make([]*scriptCall, len(c.nodes))
 	for n, node := range c.nodes {
 		calls[n] = base
@@ -116,10 +112,7 @@ func (c *Client) acquireVote(n int, cfg *config, keys int, reply []any, err erro
 	if !ok {
 		return quorum.Vote[[]int64]{Outcome: quorum.Failed, Err: fmt.Errorf("redlock: unexpected reply to acquire: %v", reply)}
 	}
-	switch granted {
-	case -1:
-		return quorum.Vote[[]int64]{Outcome: quorum.Refused, Value: []int64{0}, Err: &limitMismatch{have: first}}
-	case 0:
+	if granted != 1 {
 		return quorum.Vote[[]int64]{Outcome: quorum.Refused, Value: values}
 	}
 	if guard := cfg.restartGuard(); guard > 0 {

@@ -146,35 +146,6 @@
 // Tokens are large numbers (about 1.8e15 today) and not consecutive: a store
 // should compare them, never count them.
 //
-// # Several keys, all or none
-//
-// LockMany holds several keys as one Lock. On each node one script call
-// takes every key or none, so two callers whose sets overlap never each hold
-// part of the other's set: no deadlock, in any order. A node counts for the
-// lock only where it granted every key; renewal, Extend and Unlock cover
-// every key in one call per node, and a node that no longer holds one of
-// them counts as lost for the whole lock, so its keys are lost together.
-// Each key is fenced on its own (TokenOf); Token is the largest of them.
-// The argument for exclusion is the single-key one, per key.
-//
-// # Semaphores: why no limit + 1 holders
-//
-// Counting holders on each node does not survive a quorum: with 5 masters and
-// a limit of 2, holders admitted by masters {0,1,2}, {2,3,4} and {0,1,3,4}
-// fit in every node's count (9 admissions in 5 × 2). Acquire instead hands
-// out permits: permit i of a name is a mutex on its own key, acquired through
-// the quorum like any Lock, and a holder holds exactly one of them. If
-// limit + 1 holders each held a permit among limit, two would hold the same
-// permit at the same time — two majorities granting one key while both were
-// valid, which the single-key argument above excludes. This holds when every
-// holder counts with the same limit: each grant records the limit on its
-// node, and a node refuses another limit while a permit of the recorded one
-// is held there. A holder's permit is held on a majority, which meets the
-// majority any other attempt needs, so an attempt with another limit cannot
-// win while anyone holds a permit. The record lives for the fence retention
-// after the last grant that wrote it; a holder renewed for longer than that
-// with no grant of the name in between no longer protects its limit.
-//
 // # Keys
 //
 // A key is at most MaxKeyLen bytes. On a node it becomes <prefix>{key} and

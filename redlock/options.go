@@ -141,8 +141,6 @@ type config struct {
 	retention                 time.Duration
 	observers                 observers // the Client's; never changed per call
 	perCall                   bool      // set on a Client's stored config: options now apply to one call
-	limit                     int       // a semaphore's limit (Acquire), 0 for a plain lock
-	limitKey                  string    // where the nodes record it
 }
 
 func hasNil(os observers) bool {

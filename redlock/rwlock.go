@@ -1,9 +1,6 @@
 package redlock
 
-import (
-	"context"
-	"errors"
-)
+import "context"
 
 // RLock acquires a shared hold of key, waiting until it succeeds or ctx
 // ends: any number of readers at once, or one writer (Lock, TryLock).
@@ -21,5 +18,3 @@ func (c *Client) TryRLock(ctx context.Context, key string, opts ...Option) (*Loc
 	}
 	return nil, errNotYet
 }
-
-var errNotYet = errors.New("redlock: not implemented yet (issue 11)")
