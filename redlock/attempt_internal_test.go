@@ -16,7 +16,8 @@ func TestResentAttemptIsIdempotent(t *testing.T) {
 	lab := redislab.Start(t, 3)
 	lab.Trust(t, TrustStart)
 	nodes := lab.Clients(t)
-	c, err := New(nodes, WithAutoRenew(false))
+	// A roomy node timeout: the suite runs under -race on two shared cores.
+	c, err := New(nodes, WithAutoRenew(false), WithNodeTimeout(150*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
