@@ -7,12 +7,12 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -60,12 +60,12 @@ func TestRenewalScale(t *testing.T) {
 	runtime.ReadMemStats(&m1)
 
 	obs.reset()
-	calls0, cpu0, start := scriptCalls(t, ctx, nodes), processCPU(), time.Now()
+	calls0, cpu0, start := scriptTotal(t, nodes), processCPU(), time.Now()
 	select {
 	case <-time.After(*flagRenewHold):
 	case <-ctx.Done():
 	}
-	calls1, cpu1, held := scriptCalls(t, ctx, nodes), processCPU(), time.Since(start)
+	calls1, cpu1, held := scriptTotal(t, nodes), processCPU(), time.Since(start)
 
 	lost := 0
 	causes := map[string]int{}
@@ -136,24 +136,11 @@ func acquireMany(t *testing.T, ctx context.Context, c *redlock.Client, n int) []
 	return locks
 }
 
-// scriptCalls is the scripts the masters ran so far (EVALSHA and EVAL).
-func scriptCalls(t *testing.T, ctx context.Context, nodes []redis.UniversalClient) int64 {
-	t.Helper()
+// scriptTotal is the scripts the masters ran so far, all together.
+func scriptTotal(t *testing.T, nodes []redis.UniversalClient) int64 {
 	var total int64
-	for _, n := range nodes {
-		info, err := n.Info(ctx, "commandstats").Result()
-		if err != nil {
-			t.Fatalf("INFO commandstats: %v", err)
-		}
-		for line := range strings.Lines(info) {
-			for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
-				if rest, ok := strings.CutPrefix(line, cmd); ok {
-					var v int64
-					fmt.Sscan(rest[:strings.IndexByte(rest, ',')], &v)
-					total += v
-				}
-			}
-		}
+	for _, n := range redislab.ScriptCalls(t, nodes) {
+		total += n
 	}
 	return total
 }
