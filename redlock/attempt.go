@@ -57,8 +57,9 @@ func (c *Client) attempt(ctx context.Context, key string, ks *keyset, cfg *confi
 	usable := until.Add(-cfg.lossMargin())
 	nodeFailures(c, "lock", key, &t)
 	if t.Won() && cfg.clock.Now().Before(usable) {
-		token, fenced := c.fence(cfg, ks, &t)
-		l = c.newLock(key, ks, cfg, id, token, until, &t, fenced)
+		if token, ok, fenced := c.fence(ctx, cfg, ks, &t); ok && cfg.clock.Now().Before(usable) {
+			l = c.newLock(key, ks, cfg, id, token, until, &t, fenced)
+		}
 	}
 	close(decided)
 	if l != nil {

@@ -6,28 +6,48 @@ import (
 	"github.com/seed818c56a1/quorumlock/quorum"
 )
 
-// fence returns the fencing token of a won round — the largest value among
-// the grants — and which nodes are known to hold a counter at least as large
-// (Unlock need not raise theirs). Granting nodes that are behind get the
-// token written back in the background: the acquisition does not wait for
-// it. Until it lands, such a node still holds this lock, so it cannot grant
-// the key to anyone; it can again only once the lock was released there —
-// and the release raises its counter to the token too — or expired, at least
-// a TTL after the grant, when its clock-derived value exceeds the token as
-// long as the masters' clocks differ by less than that (package doc).
-func (c *Client) fence(cfg *config, ks *keyset, won *quorum.Tally[int64]) (int64, []bool) {
+// fence returns the fencing token of a won round: the largest counter among
+// the grants. Where granting nodes are behind it, it first writes the token
+// back to them, so that a majority holds a counter at least as large before
+// the lock is handed out — the next majority intersects it, and its token is
+// larger; a nested acquisition of the same owner reads at least the token.
+// With clock-derived tokens the grants nearly always differ, so this is a
+// round trip of its own; concurrent acquisitions share it through the
+// pipelines. It reports false if fewer than a majority could be brought up
+// to the token: the acquisition must then fail, or the next holder's token
+// might not be larger.
+//
+// It also returns which nodes are known to hold a counter at least as large
+// as the token: Unlock need not raise theirs.
+func (c *Client) fence(ctx context.Context, cfg *config, ks *keyset, won *quorum.Tally[int64]) (int64, bool, []bool) {
 	token, behind := fencePlan(won)
 	fenced := make([]bool, len(won.Votes))
 	for n, v := range won.Votes {
 		fenced[n] = v.Outcome == quorum.Granted && v.Value >= token
 	}
-	if len(behind) > 0 {
-		raise := newScriptCall(fenceScript, []string{ks.Fence}, token, cfg.retention.Milliseconds())
-		for _, n := range behind {
-			c.spawn(func() { c.execAlone(context.Background(), n, raise) })
-		}
+	if len(behind) == 0 {
+		return token, true, fenced
 	}
-	return token, fenced
+	r := round[int64](c, cfg)
+	r.Decided = func(t *quorum.Tally[int64]) bool { return t.Won() }
+	raise := newScriptCall(fenceScript, []string{ks.Fence}, token, cfg.retention.Milliseconds())
+	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[int64] {
+		switch v := won.Votes[n]; {
+		case v.Outcome != quorum.Granted:
+			return quorum.Vote[int64]{Outcome: quorum.Refused}
+		case v.Value >= token:
+			return v
+		}
+		have, err := c.exec(ctx, n, raise).Int64()
+		if err != nil {
+			return quorum.Vote[int64]{Outcome: quorum.Failed, Err: err}
+		}
+		return quorum.Vote[int64]{Outcome: quorum.Granted, Value: have}
+	})
+	for n, v := range t.Votes {
+		fenced[n] = v.Outcome == quorum.Granted && v.Value >= token
+	}
+	return token, t.Won(), fenced
 }
 
 // fencePlan returns the token of a won round — the largest counter among the
