@@ -27,7 +27,9 @@ func fiveNodeClients(t *testing.T, n int, opts ...redlock.Option) []*redlock.Cli
 	lab.Trust(t, redlock.TrustStart)
 	out := make([]*redlock.Client, n)
 	for i := range out {
-		c, err := redlock.New(lab.Clients(t), opts...)
+		// A roomy node timeout first (the suite runs under -race on two
+		// shared cores); a test's own options come after it.
+		c, err := redlock.New(lab.Clients(t), append([]redlock.Option{redlock.WithNodeTimeout(150 * time.Millisecond)}, opts...)...)
 		if err != nil {
 			t.Fatalf("New: %v", err)
 		}

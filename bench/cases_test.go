@@ -31,6 +31,9 @@ var (
 	flagOnly   = flag.String("bench.only", "", "regexp: run only the libraries whose table name matches (e.g. to profile one)")
 	flagAlloc  = flag.Bool("bench.allocs", true, "measure allocations per cycle with testing.Benchmark (column allocs/cyc)")
 	flagMix    = flag.Bool("bench.cmdmix", false, "after the table, print the commands the servers ran per cycle, by library")
+	// The p99 wait of case (c) that issue 10 must not exceed: quorumlock's at
+	// commit 75624c4 (docs/BENCH.md), the last run before issue 10.
+	flagP99Before = flag.Duration("bench.p99before", 31*time.Millisecond, "case (c): the p99 wait issue 10 must not exceed (the last run before it)")
 )
 
 // The five masters of the lab, as in DESIGN.md.

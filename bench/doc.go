@@ -12,5 +12,12 @@
 //
 //	cd bench && go test -run '^$' -bench Cycle -benchmem .
 //
+// TestRenewalScale (also run by make bench) holds 10,000 renewed locks on
+// one Client; TestScriptCost splits the servers' script time by script (INFO
+// commandstats and a slowlog with threshold 0, one kind of operation at a
+// time); TestScriptLadder prices each guarantee on one server:
+//
+//	cd bench && go test -run '^(TestScriptCost|TestScriptLadder)$' -v -count=1 .
+//
 // docs/BENCH.md has a run, the machine it ran on, and what limits each figure.
 package bench

@@ -4,14 +4,15 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"regexp"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -19,6 +20,7 @@ var (
 	flagRenewLocks = flag.Int("renew.locks", 10000, "TestRenewalScale: locks held by one Client")
 	flagRenewTTL   = flag.Duration("renew.ttl", 3*time.Second, "TestRenewalScale: their TTL")
 	flagRenewHold  = flag.Duration("renew.hold", 30*time.Second, "TestRenewalScale: how long they are held")
+	flagRenewNodeT = flag.Duration("renew.nodetimeout", 0, "TestRenewalScale: the Client's node timeout (0: the library's default)")
 )
 
 // TestRenewalScale holds many auto-renewed locks on one Client for a while
@@ -29,29 +31,52 @@ var (
 func TestRenewalScale(t *testing.T) {
 	lab := startLab(t)
 	nodes := lab.Clients(t)
-	c := newQuorumlock(t, nodes, redlock.WithTTL(*flagRenewTTL))
+	obs := &renewalObserver{renewFails: map[string]int{}, nodeFails: map[string]int{}}
+	opts := []redlock.Option{redlock.WithTTL(*flagRenewTTL), redlock.WithObserver(obs)}
+	if *flagRenewNodeT > 0 {
+		opts = append(opts, redlock.WithNodeTimeout(*flagRenewNodeT))
+	}
+	c := newQuorumlock(t, nodes, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), *flagRenewHold+5*time.Minute)
 	defer cancel()
 
 	runtime.GC()
 	var m0 runtime.MemStats
 	runtime.ReadMemStats(&m0)
+	obs.reset()
+	acqStart := time.Now()
 	locks := acquireMany(t, ctx, c, *flagRenewLocks)
+	acqTook := time.Since(acqStart)
+	lostAcquiring := 0
+	for _, l := range locks {
+		if l.Err() != nil {
+			lostAcquiring++
+		}
+	}
+	t.Logf("acquiring %d locks with 16 goroutines took %v; %d of them already lost by then", len(locks), acqTook.Round(time.Millisecond), lostAcquiring)
+	obs.log(t, "while acquiring")
 	runtime.GC()
 	var m1 runtime.MemStats
 	runtime.ReadMemStats(&m1)
 
-	calls0, cpu0, start := scriptCalls(t, ctx, nodes), processCPU(), time.Now()
+	obs.reset()
+	calls0, cpu0, start := scriptTotal(t, nodes), processCPU(), time.Now()
 	select {
 	case <-time.After(*flagRenewHold):
 	case <-ctx.Done():
 	}
-	calls1, cpu1, held := scriptCalls(t, ctx, nodes), processCPU(), time.Since(start)
+	calls1, cpu1, held := scriptTotal(t, nodes), processCPU(), time.Since(start)
 
 	lost := 0
+	causes := map[string]int{}
 	for _, l := range locks {
-		if l.Err() != nil {
+		if err := l.Err(); err != nil {
 			lost++
+			msg := err.Error()
+			if len(msg) > 300 {
+				msg = msg[:300] + "…"
+			}
+			causes[msg]++
 		}
 	}
 	period := *flagRenewTTL / 3
@@ -63,6 +88,15 @@ func TestRenewalScale(t *testing.T) {
 	t.Logf("  client CPU per renewal period: %v (%.1f%% of one core)", (cpu1-cpu0)/time.Duration(periods), 100*float64(cpu1-cpu0)/float64(held))
 	t.Logf("  client heap per held lock: %d bytes", int64(m1.HeapAlloc-m0.HeapAlloc)/int64(len(locks)))
 	t.Logf("  locks lost: %d", lost)
+	shown := 0
+	for msg, n := range causes {
+		if shown++; shown > 5 {
+			t.Logf("    … %d other causes", len(causes)-5)
+			break
+		}
+		t.Logf("    %d× %s", n, msg)
+	}
+	obs.log(t, "while held")
 	if lost > 0 {
 		t.Errorf("%d of %d locks lost", lost, len(locks))
 	}
@@ -102,24 +136,97 @@ func acquireMany(t *testing.T, ctx context.Context, c *redlock.Client, n int) []
 	return locks
 }
 
-// scriptCalls is the scripts the masters ran so far (EVALSHA and EVAL).
-func scriptCalls(t *testing.T, ctx context.Context, nodes []redis.UniversalClient) int64 {
-	t.Helper()
+// scriptTotal is the scripts the masters ran so far, all together.
+func scriptTotal(t *testing.T, nodes []redis.UniversalClient) int64 {
 	var total int64
-	for _, n := range nodes {
-		info, err := n.Info(ctx, "commandstats").Result()
-		if err != nil {
-			t.Fatalf("INFO commandstats: %v", err)
-		}
-		for line := range strings.Lines(info) {
-			for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
-				if rest, ok := strings.CutPrefix(line, cmd); ok {
-					var v int64
-					fmt.Sscan(rest[:strings.IndexByte(rest, ',')], &v)
-					total += v
-				}
-			}
-		}
+	for _, n := range redislab.ScriptCalls(t, nodes) {
+		total += n
 	}
 	return total
+}
+
+// renewalObserver counts what the watchdog reports while the locks are held:
+// renewals and their failures, node calls that failed, losses.
+type renewalObserver struct {
+	mu                  sync.Mutex
+	renewed, lost       int
+	renewFails          map[string]int
+	nodeFails           map[string]int
+	firstLost, lastLost time.Duration
+	start               time.Time
+}
+
+func (o *renewalObserver) reset() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.renewed, o.lost, o.start = 0, 0, time.Now()
+	clear(o.renewFails)
+	clear(o.nodeFails)
+}
+
+func (o *renewalObserver) AcquireStart(ctx context.Context, _ string, _ bool) context.Context {
+	return ctx
+}
+func (o *renewalObserver) AcquireDone(context.Context, string, *redlock.Lock, time.Duration, error) {}
+
+func (o *renewalObserver) Renewed(_ string, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err == nil {
+		o.renewed++
+		return
+	}
+	o.renewFails[shorten(err.Error())]++
+}
+
+func (o *renewalObserver) Lost(string, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	at := time.Since(o.start)
+	if o.lost == 0 {
+		o.firstLost = at
+	}
+	o.lost++
+	o.lastLost = at
+}
+
+func (o *renewalObserver) NodeFailed(op, _ string, v redlock.NodeVote) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	msg := "?"
+	if v.Err != nil {
+		msg = shorten(v.Err.Error())
+	}
+	o.nodeFails[fmt.Sprintf("%s node %d: %s", op, v.Node, msg)]++
+}
+
+func (o *renewalObserver) log(t *testing.T, when string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t.Logf("  %s: %d renewals succeeded, %d failed; %d losses reported (first at %v, last at %v)",
+		when, o.renewed, sum(o.renewFails), o.lost, o.firstLost.Round(time.Millisecond), o.lastLost.Round(time.Millisecond))
+	for msg, n := range o.renewFails {
+		t.Logf("    renewal failed %d×: %s", n, msg)
+	}
+	for msg, n := range o.nodeFails {
+		t.Logf("    node call failed %d×: %s", n, msg)
+	}
+}
+
+func sum(m map[string]int) (n int) {
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// shorten drops the addresses and long tails of an error message, so that
+// the same failure on different keys counts once.
+func shorten(s string) string {
+	s = regexp.MustCompile(`"[^"]*"`).ReplaceAllString(s, `"…"`)
+	s = regexp.MustCompile(`\(127\.0\.0\.1:\d+\)`).ReplaceAllString(s, "")
+	if len(s) > 240 {
+		s = s[:240] + "…"
+	}
+	return s
 }

@@ -70,11 +70,12 @@ func fastClockRace(t *testing.T, drift float64) (chaos.Report, *chaos.Hold, *cha
 	m := newMesh(t, lab, 2, redlock.WithTTL(clockTTL), redlock.WithNodeTimeout(clockTimeout),
 		redlock.WithDriftFactor(drift), redlock.WithAutoRenew(false))
 	ctx := testCtx(t, 30*time.Second)
+	warmUp(t, m.clients...)
 	m.refuse(0, 3, 4)
 	rec := chaos.NewRecorder()
-	la, err := m.clients[0].TryLock(ctx, "k")
+	la, err := m.clients[0].Lock(ctx, "k")
 	if err != nil {
-		t.Fatalf("A TryLock through masters 0, 1, 2: %v", err)
+		t.Fatalf("A Lock through masters 0, 1, 2: %v", err)
 	}
 	bDone := make(chan struct{})
 	go func() {

@@ -26,7 +26,11 @@ var retryFast = redlock.WithRetryDelay(time.Millisecond, 10*time.Millisecond)
 
 // newContention returns holders of clients on key "k", each Lock with opts.
 func newContention(clients []*redlock.Client, goroutines int, opts ...redlock.Option) *contention {
-	return &contention{rec: chaos.NewRecorder(), clients: clients, goroutines: goroutines,
+	seats := make([]*seat, len(clients))
+	for i, c := range clients {
+		seats[i] = newSeat(c)
+	}
+	return &contention{rec: chaos.NewRecorder(), seats: seats, goroutines: goroutines,
 		key: "k", maxWork: 5 * time.Millisecond, opts: opts}
 }
 
@@ -93,6 +97,39 @@ func TestCrashImmediateRestartWithPersistence(t *testing.T) {
 	// one guard — the TTL — after a client first sees it: with three of them
 	// restarted in a row, service comes back within about a TTL.
 	w.waitResumed(t, back, "the immediate restarts")
+	pause(ctx, 300*time.Millisecond)
+	stop()
+	rep := report(t, w.rec)
+	requireSafe(t, rep, holdsSince(w.rec, back))
+}
+
+// SIGKILL masters mid-lease under contention and restart them empty at once
+// — the leases they granted are gone — and right after each restart replace
+// every client by a brand-new one (new redis clients, a new Client), which
+// never saw the masters' old run_ids (issue 9, case 1, under contention).
+// Restart detection, on by default, does not count a master that started
+// less than the guard ago, whoever asks: no overlap, and tokens keep
+// increasing (the fencing counters are gone, the masters' clocks are not).
+func TestCrashImmediateEmptyRestartFreshClients(t *testing.T) {
+	lab := startLab(t, 5)
+	w := contend(t, lab, 3, 3)
+	t.Cleanup(closeSeats(t, w))
+	ctx := testCtx(t, time.Minute)
+	stop := w.start(t, 3)
+	pause(ctx, 200*time.Millisecond)
+	for _, n := range []int{0, 1, 2} {
+		w.waitHeld(t)
+		restart(t, lab, true, n)
+		for _, st := range w.seats {
+			st.replace(freshClient(t, lab.Clients(t), retryFast))
+		}
+		pause(ctx, 150*time.Millisecond)
+	}
+	back := w.rec.Now()
+	// A majority restarted within the guard: service comes back once one of
+	// them has been up for the guard — a second more, at worst, for a fresh
+	// client, which reads the start from an uptime in whole seconds.
+	w.waitResumed(t, back, "the immediate empty restarts")
 	pause(ctx, 300*time.Millisecond)
 	stop()
 	rep := report(t, w.rec)

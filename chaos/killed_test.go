@@ -19,9 +19,9 @@ func TestKillOneOfFiveKeepsRenewedLock(t *testing.T) {
 	rec := chaos.NewRecorder()
 	holder := newClient(t, lab.Clients(t), redlock.WithAutoRenew(true))
 	rival := newClient(t, lab.Clients(t))
-	l, err := holder.TryLock(ctx, "k")
+	l, err := holder.Lock(ctx, "k")
 	if err != nil {
-		t.Fatalf("TryLock: %v", err)
+		t.Fatalf("Lock: %v", err)
 	}
 	renewals := 0
 	err = rec.Hold(ctx, "holder", l, func(ctx context.Context) {
@@ -60,9 +60,9 @@ func TestKillThreeOfFiveSignalsLossBeforeValidityEnds(t *testing.T) {
 	ctx := testCtx(t, 30*time.Second)
 	rec := chaos.NewRecorder()
 	holder := newClient(t, lab.Clients(t), redlock.WithAutoRenew(true))
-	l, err := holder.TryLock(ctx, "k")
+	l, err := holder.Lock(ctx, "k")
 	if err != nil {
-		t.Fatalf("TryLock: %v", err)
+		t.Fatalf("Lock: %v", err)
 	}
 	err = rec.Hold(ctx, "holder", l, func(ctx context.Context) {
 		kill(t, lab, 0, 1, 2)

@@ -36,8 +36,7 @@ func startLab(t *testing.T, n int, opts ...redislab.Option) *redislab.Lab {
 // the redis clients, which were registered earlier).
 func newClient(t *testing.T, nodes []redis.UniversalClient, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
-	opts = append([]redlock.Option{redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout)}, opts...)
-	c, err := redlock.New(nodes, opts...)
+	c, err := redlock.New(nodes, labOptions(opts)...)
 	if err != nil {
 		t.Fatalf("redlock.New: %v", err)
 	}
@@ -48,6 +47,35 @@ func newClient(t *testing.T, nodes []redis.UniversalClient, opts ...redlock.Opti
 	})
 	return c
 }
+
+// labOptions returns the scenarios' settings (ttl, nodeTimeout) followed by
+// opts, which override them.
+func labOptions(opts []redlock.Option) []redlock.Option {
+	return append([]redlock.Option{redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout)}, opts...)
+}
+
+// warmUp makes each client lock and unlock key "warm-up" once, waiting up
+// to warmWait, so that it has met every master it reaches and pooled
+// connections to them: a cold client's first call dials, handshakes and asks
+// ROLE, which a loaded machine may not fit in one node timeout. An Unlock
+// that no majority confirmed is no matter: that lock expires by itself.
+func warmUp(t *testing.T, clients ...*redlock.Client) {
+	t.Helper()
+	for i, c := range clients {
+		ctx, cancel := context.WithTimeout(context.Background(), warmWait)
+		l, err := c.Lock(ctx, "warm-up")
+		if err == nil {
+			l.Unlock(ctx)
+		}
+		cancel()
+		if err != nil {
+			t.Fatalf("warm-up of client %d: %v", i, err)
+		}
+	}
+}
+
+// warmWait bounds each client's warm-up.
+const warmWait = 10 * time.Second
 
 // waitFor polls cond until it holds, failing t after d.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {

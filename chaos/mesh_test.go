@@ -17,7 +17,8 @@ import (
 // (a slow or unreachable master).
 type mesh struct {
 	proxies [][]*faultproxy.Proxy // [client][node]
-	clients []*redlock.Client
+	clients []*redlock.Client     // as first made; see fresh
+	opts    []redlock.Option      // given to every Client
 }
 
 // newMesh returns nClients independent clients over lab, each talking to
@@ -25,21 +26,38 @@ type mesh struct {
 // timeouts (1 s): the library's node timeout must bound every call anyway.
 func newMesh(t *testing.T, lab *redislab.Lab, nClients int, opts ...redlock.Option) *mesh {
 	t.Helper()
-	m := &mesh{}
+	m := &mesh{opts: opts}
 	for range nClients {
 		proxies := make([]*faultproxy.Proxy, len(lab.Nodes))
-		rdbs := make([]redis.UniversalClient, len(lab.Nodes))
 		for i, node := range lab.Nodes {
 			proxies[i] = faultproxy.Start(t, node.Addr())
-			rdb := redis.NewClient(&redis.Options{Addr: proxies[i].Addr(),
-				DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+		}
+		rdbs := m.redisClients(proxies)
+		for _, rdb := range rdbs {
 			t.Cleanup(func() { rdb.Close() })
-			rdbs[i] = rdb
 		}
 		m.proxies = append(m.proxies, proxies)
 		m.clients = append(m.clients, newClient(t, rdbs, opts...))
 	}
 	return m
+}
+
+// redisClients returns new redis clients, one through each proxy.
+func (m *mesh) redisClients(proxies []*faultproxy.Proxy) []redis.UniversalClient {
+	rdbs := make([]redis.UniversalClient, len(proxies))
+	for i, p := range proxies {
+		rdbs[i] = redis.NewClient(&redis.Options{Addr: p.Addr(),
+			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	}
+	return rdbs
+}
+
+// fresh returns a brand-new Client for client c's paths to the masters (its
+// proxies, so that its faults apply): new redis clients, nothing learnt of
+// the masters — a process just started — and how to close it.
+func (m *mesh) fresh(t *testing.T, c int) (*redlock.Client, func() error) {
+	t.Helper()
+	return freshClient(t, m.redisClients(m.proxies[c]), m.opts...)
 }
 
 // onNodes applies fault to every client's proxy in front of the given nodes.

@@ -21,12 +21,16 @@ var (
 
 // TestSoak runs contention on five masters while injecting random faults,
 // drawn from a seeded RNG, one episode after another: crashes with delayed
-// empty restarts, immediate restarts with persistence, paused masters, a
-// majority down, latency, blackholes, lost replies and partitioned clients.
-// Every fault stays within the library's assumptions (persistence or
-// delayed restarts, clocks within the drift allowance); those outside them
-// have their own tests. The whole history must have no overlap, no token
-// regression, and every loss must be signalled before Until().
+// empty restarts, immediate restarts with persistence and without (restart
+// detection on, the default), paused masters, a majority down, latency,
+// blackholes, lost replies and partitioned clients. Clients are replaced by
+// brand-new ones — new redis clients, nothing learnt of the masters, as a
+// process just started — right after every restart and now and then
+// between. Every fault stays within the library's assumptions (persistence,
+// delayed restarts or restart detection; clocks within the drift
+// allowance); those outside them have their own tests. The whole history
+// must have no overlap and no token regression, and every replaced Client
+// must close; holds that went on past Until() are reported (reportLate).
 //
 //	go test ./chaos -run Soak -v -soak.dur=5m -soak.seed=N
 func TestSoak(t *testing.T) {
@@ -37,10 +41,12 @@ func TestSoak(t *testing.T) {
 	m := newMesh(t, lab, 3)
 	w := m.contention(2)
 	w.tryers = 1
-	s := &soak{t: t, lab: lab, m: m, rng: rand.New(rand.NewPCG(*soakSeed, 0x50a4))}
+	s := &soak{t: t, lab: lab, m: m, w: w, rng: rand.New(rand.NewPCG(*soakSeed, 0x50a4))}
+	closeAll := closeSeats(t, w)
+	t.Cleanup(closeAll) // after the holders stopped (Cleanup runs last-in first-out)
 	ctx := testCtx(t, *soakDur+5*time.Minute)
-	stopLong := longHolds(ctx, w.rec, m.clients[0])
-	lag, stopProbe := lagProbe()
+	stopLong := longHolds(ctx, w.rec, w.seats[0])
+	lag := probeLag(w.rec.Now)
 	stop := w.start(t, *soakSeed)
 	t.Logf("soak: seed %d, %v, %d clients × (%d Lock + %d TryLock) holders and one long holder",
 		*soakSeed, *soakDur, len(m.clients), w.goroutines, w.tryers)
@@ -50,21 +56,58 @@ func TestSoak(t *testing.T) {
 	}
 	stop()
 	stopLong()
-	stopProbe()
-	t.Logf("worst timer lateness in this process during the soak: %v", lag().Round(time.Millisecond))
+	lag.stop()
+	closeAll()
+	t.Logf("worst timer lateness in this process during the soak: %v; %d fresh clients drawn",
+		lag.max().Round(time.Millisecond), s.drawn())
 	rep := report(t, w.rec)
 	if len(rep.Regressions) > 0 {
 		t.Errorf("%d token regressions, want 0", len(rep.Regressions))
 	}
-	// A loss signal is a timer in the holder's process: starved of CPU for
-	// longer than the guard (one node timeout), it fires late, as it would
-	// after a GC pause. Reported, not failed: safety is the checker's verdict.
-	if rep.Late > 0 {
-		t.Logf("%d of %d losses signalled at or after Until() (worst %v late): CPU starvation beyond the guard",
-			rep.Late, rep.Losses, -rep.WorstMargin)
-	}
+	reportLate(t, w.rec.History(), lag)
 	for _, row := range s.table(w.rec.History()) {
 		t.Log(row)
+	}
+}
+
+// lossMargin is how long before Until() the library signals a loss at the
+// scenarios' settings: a tenth of the TTL, at least one node timeout.
+const lossMargin = max(nodeTimeout, ttl/10)
+
+// reportLate logs the holds that went on past Until(): losses signalled at
+// or after it, and holds that ended after it with no signal at all (Unlock
+// found the lock lost). A loss signal is a timer in the holder's process:
+// starved of CPU for longer than the margin it fires late, as it would after
+// a GC pause, and safety is then the checker's verdict. Each is matched
+// against the timer probe: a signal late while no probe timer fired even
+// half as late, from when the signal was due to when it came, is not
+// explained by this process's starvation (half: the signal takes more hops
+// than the probe's timer — the library's timer, Done, the holder's watcher).
+// The probe is one goroutine's timer: it may miss a stall of another.
+func reportLate(t *testing.T, history []chaos.Hold, lag *lagLog) {
+	t.Helper()
+	starved, unexplained := 0, 0
+	for _, h := range history {
+		at := h.LossAt
+		switch {
+		case h.Lost && h.LossAt >= h.Until:
+		case h.Unsignalled && h.End > h.Until:
+			at = h.End
+		default:
+			continue
+		}
+		due := h.Until - lossMargin
+		if worst := lag.within(due, at); worst < (at-due)/2 {
+			unexplained++
+			t.Logf("hold %s went on %v past Until() (signalled %v, %v after the signal was due) while no probe timer was later than %v: not explained by starvation",
+				h, at-h.Until, h.Lost, at-due, worst)
+			continue
+		}
+		starved++
+	}
+	if starved+unexplained > 0 {
+		t.Logf("holds that went on past Until(): %d while a probe timer fired as late (CPU starvation beyond the margin), %d not explained so",
+			starved, unexplained)
 	}
 }
 
@@ -73,92 +116,147 @@ type soak struct {
 	t        *testing.T
 	lab      *redislab.Lab
 	m        *mesh
+	w        *contention
 	rng      *rand.Rand
 	episodes []episode
 }
 
 // An episode is one fault, from its injection to its healing, on the
-// Recorder's clock.
+// Recorder's clock, and the fresh clients drawn with it.
 type episode struct {
 	kind     string
 	from, to time.Duration
+	fresh    int
 }
 
 // A fault injects itself and returns how to heal it; it lasts at least
-// minLast.
+// minLast. Faults that restart masters say when: fresh clients are drawn
+// right after.
 type fault struct {
-	kind    string
-	minLast time.Duration
-	inject  func(s *soak) (heal func())
+	kind     string
+	minLast  time.Duration
+	restarts phase
+	inject   func(s *soak) (heal func())
 }
 
+// A phase of an episode in which its fault restarts masters.
+type phase int
+
+const (
+	noRestart phase = iota
+	atInject        // the fault restarts masters as it is injected (and on)
+	atHeal          // its healing restarts them
+)
+
 var faults = []fault{
-	{"crash, delayed empty restart", ttl + ttl/4, func(s *soak) func() { // down longer than the maximum TTL
+	{"crash, delayed empty restart", ttl + ttl/4, atHeal, func(s *soak) func() { // down longer than the maximum TTL
 		nodes := s.pick(1, 2)
 		kill(s.t, s.lab, nodes...)
 		return func() { restart(s.t, s.lab, true, nodes...) }
 	}},
-	{"crash, immediate restarts (AOF)", 0, func(s *soak) func() {
-		return s.rolling(s.rng.Uint64())
+	{"crash, immediate restarts (AOF)", 0, atInject, func(s *soak) func() {
+		return s.rolling(s.rng.Uint64(), false)
 	}},
-	{"masters paused (SIGSTOP)", 0, func(s *soak) func() {
+	{"crash, immediate empty restarts", 0, atInject, func(s *soak) func() {
+		return s.rolling(s.rng.Uint64(), true)
+	}},
+	{"masters paused (SIGSTOP)", 0, noRestart, func(s *soak) func() {
 		nodes := s.pick(1, 2)
 		s.each(nodes, func(n int) error { return s.lab.Nodes[n].Pause() })
 		return func() { s.each(nodes, func(n int) error { return s.lab.Nodes[n].Resume() }) }
 	}},
-	{"majority down (3 of 5 killed)", 0, func(s *soak) func() {
+	{"majority down (3 of 5 killed)", 0, atHeal, func(s *soak) func() {
 		nodes := s.pick(3, 3)
 		kill(s.t, s.lab, nodes...)
 		return func() { restart(s.t, s.lab, false, nodes...) }
 	}},
-	{"latency", 0, func(s *soak) func() {
+	{"latency", 0, noRestart, func(s *soak) func() {
 		s.m.onNodes(func(p *faultproxy.Proxy) {
 			p.SetLatency(s.delay(), s.delay())
 		}, s.pick(1, 3)...)
 		return s.m.heal
 	}},
-	{"blackhole", 0, func(s *soak) func() {
+	{"blackhole", 0, noRestart, func(s *soak) func() {
 		s.m.onNodes(func(p *faultproxy.Proxy) { p.SetBlackhole(true) }, s.pick(1, 3)...)
 		return s.m.heal
 	}},
-	{"lost replies", 0, func(s *soak) func() {
+	{"lost replies", 0, noRestart, func(s *soak) func() {
 		s.m.onNodes(func(p *faultproxy.Proxy) { p.SetDropReplies(true) }, s.pick(1, 3)...)
 		return s.m.heal
 	}},
-	{"partitioned clients", 0, func(s *soak) func() {
-		for c := range s.m.clients {
+	{"partitioned clients", 0, noRestart, func(s *soak) func() {
+		for c := range s.m.proxies {
 			s.m.reach(c, s.pick(2, 5)...)
 		}
 		return s.m.heal
 	}},
 }
 
-// episode injects one random fault, lets it last, and heals it.
+// episode injects one random fault, lets it last, and heals it. Fresh
+// clients replace 1 to 3 of the clients right after a restart, and one
+// client after a third of the other episodes.
 func (s *soak) episode(ctx context.Context, rec *chaos.Recorder) {
 	f := faults[s.rng.IntN(len(faults))]
 	e := episode{kind: f.kind, from: rec.Now()}
 	heal := f.inject(s)
+	if f.restarts == atInject {
+		e.fresh += s.draw(1 + s.rng.IntN(3))
+	}
 	pause(ctx, max(f.minLast, ttl/2+time.Duration(s.rng.Int64N(int64(5*ttl/2)))))
 	e.to = rec.Now()
 	heal()
+	switch {
+	case f.restarts == atHeal:
+		e.fresh += s.draw(1 + s.rng.IntN(3))
+	case s.rng.IntN(3) == 0:
+		e.fresh += s.draw(1)
+	}
 	s.episodes = append(s.episodes, e)
 }
 
-// rolling SIGKILLs a random master and restarts it at once from its AOF,
-// one after another, until the returned heal is called.
-func (s *soak) rolling(seed uint64) (heal func()) {
+// draw replaces n random clients of the contention by brand-new ones and
+// returns n.
+func (s *soak) draw(n int) int {
+	for _, c := range randomSubset(s.rng, len(s.w.seats), n) {
+		s.w.seats[c].replace(s.m.fresh(s.t, c))
+	}
+	return n
+}
+
+// drawn returns how many fresh clients were drawn.
+func (s *soak) drawn() int {
+	n := 0
+	for _, e := range s.episodes {
+		n += e.fresh
+	}
+	return n
+}
+
+// rolling SIGKILLs a random master and restarts it at once, from its AOF or
+// empty, one after another, until the returned heal is called. The first
+// restart is done when rolling returns.
+func (s *soak) rolling(seed uint64, empty bool) (heal func()) {
+	rng := rand.New(rand.NewPCG(seed, 0))
+	next := func() bool {
+		n := rng.IntN(len(s.lab.Nodes))
+		if err := s.lab.Nodes[n].Restart(empty); err != nil {
+			s.t.Errorf("restart node %d (empty=%v): %v", n, empty, err)
+			return false
+		}
+		return true
+	}
+	if !next() {
+		return func() {}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		rng := rand.New(rand.NewPCG(seed, 0))
-		for ctx.Err() == nil {
-			n := rng.IntN(len(s.lab.Nodes))
-			if err := s.lab.Nodes[n].Restart(false); err != nil {
-				s.t.Errorf("restart node %d: %v", n, err)
+		for {
+			pause(ctx, ttl/4+time.Duration(rng.Int64N(int64(ttl/2))))
+			if ctx.Err() != nil || !next() {
 				return
 			}
-			pause(ctx, ttl/4+time.Duration(rng.Int64N(int64(ttl/2))))
 		}
 	}()
 	return func() { cancel(); <-done }
@@ -187,55 +285,34 @@ func lull(rng *rand.Rand) time.Duration {
 	return 100*time.Millisecond + time.Duration(rng.Int64N(int64(ttl)))
 }
 
-// longHolds holds key "long" through c again and again, each time until
-// the loss is signalled or for a random while, so that losses get signalled
-// under every fault. The returned stop waits for it to end.
-func longHolds(ctx context.Context, rec *chaos.Recorder, c *redlock.Client) (stop func()) {
+// longHolds holds key "long" through the Client in st again and again,
+// each time until the loss is signalled or for a random while, so that
+// losses get signalled under every fault. The returned stop waits for it to
+// end.
+func longHolds(ctx context.Context, rec *chaos.Recorder, st *seat) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		rng := rand.New(rand.NewPCG(*soakSeed, 0x10a9))
 		for ctx.Err() == nil {
-			actx, acancel := context.WithTimeout(ctx, attemptWait)
-			l, err := c.Lock(actx, "long", redlock.WithAutoRenew(true))
-			acancel()
-			if err != nil {
-				continue
-			}
-			d := ttl + time.Duration(rng.Int64N(int64(4*ttl)))
-			rec.Hold(ctx, "long", l, func(ctx context.Context) { pause(ctx, d) })
+			c, done := st.take()
+			longHold1(ctx, rec, c, rng)
+			done()
 		}
 	})
 	var once sync.Once
 	return func() { once.Do(func() { cancel(); wg.Wait() }) }
 }
 
-// lagProbe measures how late a timer fires in this process: a loss signal
-// is such a timer. It returns the worst lateness so far and a stop that
-// waits for the probe to end.
-func lagProbe() (worst func() time.Duration, stop func()) {
-	const tick = 10 * time.Millisecond
-	var mu sync.Mutex
-	var lag time.Duration
-	done := make(chan struct{})
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		for {
-			start := time.Now()
-			t := time.NewTimer(tick)
-			select {
-			case <-done:
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			late := time.Since(start) - tick
-			mu.Lock()
-			lag = max(lag, late)
-			mu.Unlock()
-		}
-	}()
-	worst = func() time.Duration { mu.Lock(); defer mu.Unlock(); return lag }
-	return worst, func() { close(done); <-ended }
+// longHold1 makes one acquisition of "long" through c and, if it won,
+// holds it until the loss is signalled or for 1 to 5 TTLs.
+func longHold1(ctx context.Context, rec *chaos.Recorder, c *redlock.Client, rng *rand.Rand) {
+	actx, cancel := context.WithTimeout(ctx, attemptWait)
+	l, err := c.Lock(actx, "long", redlock.WithAutoRenew(true))
+	cancel()
+	if err != nil {
+		return
+	}
+	d := ttl + time.Duration(rng.Int64N(int64(4*ttl)))
+	rec.Hold(ctx, "long", l, func(ctx context.Context) { pause(ctx, d) })
 }

@@ -9,8 +9,8 @@ import (
 
 // A tally is the soak's figures for one kind of fault.
 type tally struct {
-	episodes, acquisitions, overlaps, regressions, losses, late int
-	faultTime, worstMargin                                      time.Duration
+	episodes, fresh, acquisitions, overlaps, regressions, losses, late int
+	faultTime, worstMargin                                             time.Duration
 }
 
 // noFault names the time between episodes.
@@ -20,7 +20,8 @@ const noFault = "none (between episodes)"
 // An acquisition counts for the fault in force when it started, an overlap
 // or regression for the fault in force when its second hold started, and a
 // loss for the fault in force when it was signalled or up to one TTL before
-// (a lease outlives the fault that dooms it by up to one TTL).
+// (a lease outlives the fault that dooms it by up to one TTL). Fresh
+// clients count for the episode they were drawn with.
 func (s *soak) table(history []chaos.Hold) []string {
 	rep := chaos.Check(history)
 	tallies := map[string]*tally{}
@@ -32,6 +33,7 @@ func (s *soak) table(history []chaos.Hold) []string {
 	}
 	for _, e := range s.episodes {
 		get(e.kind).episodes++
+		get(e.kind).fresh += e.fresh
 		get(e.kind).faultTime += e.to - e.from
 	}
 	for _, h := range history {
@@ -54,8 +56,8 @@ func (s *soak) table(history []chaos.Hold) []string {
 		get(s.kindAt(g.Next.Start, 0)).regressions++
 	}
 	rows := []string{
-		"| fault | episodes | fault time | acquisitions | overlaps | token regressions | losses signalled (late) | worst loss-signal margin |",
-		"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+		"| fault | episodes | fault time | fresh clients | acquisitions | overlaps | token regressions | losses signalled (late) | worst loss-signal margin |",
+		"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
 	}
 	for _, kind := range append(faultKinds(), noFault) {
 		if tl := tallies[kind]; tl != nil {
@@ -66,6 +68,7 @@ func (s *soak) table(history []chaos.Hold) []string {
 		losses: rep.Losses, late: rep.Late, worstMargin: rep.WorstMargin, episodes: len(s.episodes)}
 	for _, e := range s.episodes {
 		total.faultTime += e.to - e.from
+		total.fresh += e.fresh
 	}
 	return append(rows, total.row("**all**"))
 }
@@ -86,8 +89,8 @@ func (tl *tally) row(kind string) string {
 	if tl.losses > 0 {
 		margin = tl.worstMargin.Round(100 * time.Microsecond).String()
 	}
-	return fmt.Sprintf("| %s | %d | %v | %d | %d | %d | %d (%d) | %s |", kind, tl.episodes,
-		tl.faultTime.Round(time.Second), tl.acquisitions, tl.overlaps, tl.regressions, tl.losses, tl.late, margin)
+	return fmt.Sprintf("| %s | %d | %v | %d | %d | %d | %d | %d (%d) | %s |", kind, tl.episodes,
+		tl.faultTime.Round(time.Second), tl.fresh, tl.acquisitions, tl.overlaps, tl.regressions, tl.losses, tl.late, margin)
 }
 
 func faultKinds() []string {

@@ -16,10 +16,11 @@ import (
 
 // A contention is a set of holders competing for one key: each goroutine
 // of each client loops Lock (or TryLock), work for a random while, Unlock —
-// recording every hold — until stopped.
+// recording every hold — until stopped. Each client is a seat, whose Client
+// a soak may replace by a brand-new one while the holders run.
 type contention struct {
 	rec        *chaos.Recorder
-	clients    []*redlock.Client
+	seats      []*seat
 	goroutines int // per client, each looping Lock
 	tryers     int // per client, each looping TryLock (which never queues)
 	key        string
@@ -42,12 +43,12 @@ func (w *contention) start(t *testing.T, seed uint64) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for ci, c := range w.clients {
+	for ci, s := range w.seats {
 		for g := range w.goroutines + w.tryers {
 			rng := rand.New(rand.NewPCG(seed, uint64(ci*1000+g)))
 			name := fmt.Sprintf("c%d/g%d", ci, g)
 			try := g >= w.goroutines
-			wg.Go(func() { w.holder(ctx, c, name, rng, try) })
+			wg.Go(func() { w.holder(ctx, s, name, rng, try) })
 		}
 	}
 	var once sync.Once
@@ -66,30 +67,39 @@ func (w *contention) start(t *testing.T, seed uint64) (stop func()) {
 	return stop
 }
 
-func (w *contention) holder(ctx context.Context, c *redlock.Client, name string, rng *rand.Rand, try bool) {
-	for ctx.Err() == nil {
-		l, err := w.acquire(ctx, c, try)
-		if err != nil {
-			if !errors.Is(err, redlock.ErrNotObtained) {
-				w.fail(fmt.Errorf("%s: Lock: %w", name, err))
-				return
-			}
-			w.attempts.Add(1)
-			continue
-		}
-		work := time.Duration(rng.Int64N(int64(w.maxWork) + 1))
-		err = w.rec.Hold(ctx, name, l, func(ctx context.Context) {
-			w.held.Add(1)
-			defer w.held.Add(-1)
-			pause(ctx, work)
-		})
-		// A loss is recorded by Hold and judged by the checker; an Unlock
-		// that no majority confirmed either way is a fault's normal outcome.
-		var qe *redlock.QuorumError
-		if err != nil && !errors.Is(err, redlock.ErrLockLost) && !errors.As(err, &qe) {
-			w.fail(fmt.Errorf("%s: Unlock: %w", name, err))
-		}
+func (w *contention) holder(ctx context.Context, s *seat, name string, rng *rand.Rand, try bool) {
+	for ok := true; ok && ctx.Err() == nil; {
+		c, done := s.take()
+		ok = w.turn(ctx, c, name, rng, try)
+		done()
 	}
+}
+
+// turn makes one acquisition through c and, if it won, one hold. It records
+// unexpected errors, and returns false after one from Lock.
+func (w *contention) turn(ctx context.Context, c *redlock.Client, name string, rng *rand.Rand, try bool) bool {
+	l, err := w.acquire(ctx, c, try)
+	if err != nil {
+		if !errors.Is(err, redlock.ErrNotObtained) {
+			w.fail(fmt.Errorf("%s: Lock: %w", name, err))
+			return false
+		}
+		w.attempts.Add(1)
+		return true
+	}
+	work := time.Duration(rng.Int64N(int64(w.maxWork) + 1))
+	err = w.rec.Hold(ctx, name, l, func(ctx context.Context) {
+		w.held.Add(1)
+		defer w.held.Add(-1)
+		pause(ctx, work)
+	})
+	// A loss is recorded by Hold and judged by the checker; an Unlock that
+	// no majority confirmed either way is a fault's normal outcome.
+	var qe *redlock.QuorumError
+	if err != nil && !errors.Is(err, redlock.ErrLockLost) && !errors.As(err, &qe) {
+		w.fail(fmt.Errorf("%s: Unlock: %w", name, err))
+	}
+	return true
 }
 
 // acquire makes one Lock call bounded by attemptWait, or one TryLock

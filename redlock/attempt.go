@@ -62,8 +62,9 @@ func (c *Client) attempt(ctx context.Context, keys []string, kss keysets, cfg *c
 	usable := until.Add(-cfg.lossMargin())
 	nodeFailures(c, "lock", key, &t)
 	if t.Won() && cfg.clock.Now().Before(usable) {
-		tokens, fenced := c.fence(cfg, kss, &t)
-		l = c.newLock(keys, kss, cfg, id, tokens, until, &t, fenced)
+		if tokens, ok, fenced := c.fence(ctx, cfg, kss, &t); ok && cfg.clock.Now().Before(usable) {
+			l = c.newLock(keys, kss, cfg, id, tokens, until, &t, fenced)
+		}
 	}
 	close(decided)
 	if l != nil {

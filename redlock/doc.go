@@ -121,25 +121,26 @@
 //
 // On each grant a node issues the larger of its counter for the key plus
 // one and its own clock in microseconds, and stores it as the new counter;
-// Token() is the largest value among the granting majority. That token is
-// written back, in the background, to every granting node that is behind,
-// and Unlock raises the counter of every node that answers to it as well.
+// Token() is the largest value among the granting majority. Before Lock or
+// TryLock returns, that token is written back to every granting node that is
+// behind, so a majority of nodes holds a counter at least as large; Unlock
+// raises the counter of every node that answers to it as well.
 // The counters expire WithFenceRetention (a day by default) after the last
 // grant or release that touched them, so locking many distinct keys leaves
 // nothing behind.
 //
-// Why tokens only grow. A later holding's majority intersects the earlier
-// one's granting majority. A node in both could grant again only once the
-// earlier lock was gone from it: released — and the release raised its
-// counter to the earlier token, so its next value is larger — or expired,
-// at least one TTL after it granted, or lost in a restart, after which it is
-// not counted for one restart guard (at least a TTL). In those last cases,
-// and when the counter itself expired (a retention later), the next value
-// comes from the node's clock, read at least a TTL after the earlier token
-// was issued; the background write-back usually raised the counter long
-// before. The later token is larger as long as the masters' clocks differ
-// from each other by less than the TTL, and none steps back by as much: the
-// assumption tokens add to the lock's. With restart detection off and
+// Why tokens only grow. A later holding's majority intersects the majority
+// the earlier token was written back to. If a node in both still has its
+// counter, it was raised to the earlier token before it could grant again —
+// its key was still set until the earlier holder released it or it expired,
+// and both happen after the write-back — so its next value is larger, and so
+// is the maximum. If every node in both lost its counter — restarted empty,
+// after which it is not counted for one restart guard (at least a TTL), or
+// its counter expired a retention after the last holding — the later token
+// comes from a node's clock, read at least a TTL after the earlier token was
+// issued. It is larger as long as the masters' clocks differ from each other
+// by less than that, and none steps back by as much: the assumption tokens
+// add to the lock's. With restart detection off and
 // immediate empty restarts, neither the lock nor the order of tokens is
 // promised.
 //

@@ -22,6 +22,12 @@ import (
 func (c *Client) extendRound(ctx context.Context, locks []*Lock, repair bool) []error {
 	cfg := &locks[0].cfg // the batch's shared node timeout, retention, detection
 	r := round[[]quorum.Vote[bool]](c, cfg)
+	if repair {
+		// The watchdog's rounds carry many locks and are off every caller's
+		// path: a node that is slow for a moment (a loaded server, a batch of
+		// a hundred) should not cost a hundred renewals.
+		r.Timeout = cfg.renewTimeout()
+	}
 	r.Decided = func(t *quorum.Tally[[]quorum.Vote[bool]]) bool { return everySettled(t, len(locks)) }
 	r.Late = func(n int, v quorum.Vote[[]quorum.Vote[bool]]) { releaseLateRepairs(c, locks, n, v) }
 	start := c.cfg.clock.Now()

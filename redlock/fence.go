@@ -6,39 +6,57 @@ import (
 	"github.com/seed818c56a1/quorumlock/quorum"
 )
 
-// fence returns the fencing token of a won round — the largest value among
-// the grants — and which nodes are known to hold a counter at least as large
-// (Unlock need not raise theirs). Granting nodes that are behind get the
-// token written back in the background: the acquisition does not wait for
-// it. Until it lands, such a node still holds this lock, so it cannot grant
-// the key to anyone; it can again only once the lock was released there —
-// and the release raises its counter to the token too — or expired, at least
-// a TTL after the grant, when its clock-derived value exceeds the token as
-// long as the masters' clocks differ by less than that (package doc).
+// fence returns the fencing tokens of a won round — per key, the largest
+// value among the grants. Where granting nodes are behind a key's token, it
+// first writes the token back to them, so that a majority holds counters at
+// least as large before the lock is handed out — the next majority
+// intersects it, and its tokens are larger; a nested acquisition of the same
+// owner reads at least the tokens. With clock-derived tokens the grants
+// nearly always differ, so this is a round trip of its own; concurrent
+// acquisitions share it through the pipelines. It reports false if fewer
+// than a majority could be brought up to the tokens: the acquisition must
+// then fail, or the next holder's token might not be larger.
 //
-// Each key of a holding is fenced on its own: tokens has one per key, and a
-// node is marked in fenced when it holds every key's.
-func (c *Client) fence(cfg *config, kss keysets, won *quorum.Tally[[]int64]) (tokens []int64, fenced []bool) {
+// It also returns which nodes are known to hold counters at least as large
+// as every key's token: Unlock need not raise theirs.
+func (c *Client) fence(ctx context.Context, cfg *config, kss keysets, won *quorum.Tally[[]int64]) (tokens []int64, ok bool, fenced []bool) {
 	tokens = make([]int64, len(kss))
-	fenced = make([]bool, len(won.Votes))
-	for n, v := range won.Votes {
-		fenced[n] = v.Outcome == quorum.Granted
-	}
+	behind := make([][]int, len(won.Votes)) // per node, the keys it is behind on
+	writeBack := false
 	for i := range kss {
 		kt := keyTally(won, i)
-		token, behind := fencePlan(&kt)
+		token, late := fencePlan(&kt)
 		tokens[i] = token
-		for n, v := range kt.Votes {
-			fenced[n] = fenced[n] && v.Value >= token
-		}
-		if len(behind) > 0 {
-			raise := newScriptCall(fenceScript, []string{kss[i].Fence}, token, cfg.retention.Milliseconds())
-			for _, n := range behind {
-				c.spawn(func() { c.execAlone(context.Background(), n, raise) })
-			}
+		for _, n := range late {
+			behind[n] = append(behind[n], i)
+			writeBack = true
 		}
 	}
-	return tokens, fenced
+	fenced = make([]bool, len(won.Votes))
+	for n, v := range won.Votes {
+		fenced[n] = v.Outcome == quorum.Granted && len(behind[n]) == 0
+	}
+	if !writeBack {
+		return tokens, true, fenced
+	}
+	r := round[struct{}](c, cfg)
+	r.Decided = func(t *quorum.Tally[struct{}]) bool { return t.Won() }
+	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[struct{}] {
+		if won.Votes[n].Outcome != quorum.Granted {
+			return quorum.Vote[struct{}]{Outcome: quorum.Refused}
+		}
+		for _, i := range behind[n] {
+			raise := newScriptCall(fenceScript, []string{kss[i].Fence}, tokens[i], cfg.retention.Milliseconds())
+			if err := c.exec(ctx, n, raise).Err(); err != nil {
+				return quorum.Vote[struct{}]{Outcome: quorum.Failed, Err: err}
+			}
+		}
+		return quorum.Vote[struct{}]{Outcome: quorum.Granted}
+	})
+	for n, v := range t.Votes {
+		fenced[n] = v.Outcome == quorum.Granted
+	}
+	return tokens, t.Won(), fenced
 }
 
 // keyTally is key i's part of an acquisition's tally: each grant's token

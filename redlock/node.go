@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -68,7 +69,9 @@ func (n *node) vet(ctx context.Context) error {
 func (n *node) do(ctx context.Context, args ...any) *redis.Cmd {
 	late := make(chan *redis.Cmd, 1)
 	cmd := n.pipe.DoLate(ctx, func(c *redis.Cmd) { late <- c }, args...)
-	if err := cmd.Err(); err != nil && err == ctx.Err() {
+	// Only an abandoned call has a late outcome coming: one whose real
+	// outcome is itself a context error (its batch ran out of time) has not.
+	if errors.Is(cmd.Err(), autopipe.ErrAbandoned) {
 		return <-late
 	}
 	return cmd

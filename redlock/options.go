@@ -58,7 +58,9 @@ func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor 
 // renewal cannot reach a majority before the validity runs out, the lock is
 // lost and Done() closes first — a tenth of the TTL (at least one node
 // timeout) before Until(). Off, the lock ends the same margin before its
-// validity does.
+// validity does. The watchdog's node calls may take up to four node timeouts
+// (at most half the loss margin): they carry up to 100 locks each and are on
+// no caller's path.
 func WithAutoRenew(on bool) Option { return func(c *config) { c.autoRenew = on } }
 
 // WithMaxWait bounds how long Lock and Do wait when their context has no
@@ -225,6 +227,14 @@ func (c *config) renewEvery() time.Duration {
 	return min(c.ttl/3, (c.ttl-c.drift()-c.lossMargin())/2)
 }
 func (c *config) renewRetry() time.Duration { return max(c.ttl/10, c.nodeTimeout) }
+
+// renewTimeout bounds each node's call in a watchdog round: up to four node
+// timeouts, at most half the loss margin, so that a retry still fits before
+// the loss is declared. Validity is counted from the round's start, so a
+// longer round costs validity, never safety.
+func (c *config) renewTimeout() time.Duration {
+	return max(c.nodeTimeout, min(4*c.nodeTimeout, c.lossMargin()/2))
+}
 
 // queueLease is how long a waiter keeps its place in line without a new
 // attempt: several of the longest retry delays, so that only a waiter that

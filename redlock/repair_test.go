@@ -3,12 +3,10 @@ package redlock_test
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -91,7 +89,7 @@ func TestBatchedRenewalLosesOnlyTheFailedLock(t *testing.T) {
 		defer l.Unlock(ctx)
 		held[i] = l
 	}
-	before := evalCalls(t, ctx, nodes)
+	before := redislab.ScriptCalls(t, nodes)
 	// Another owner takes lock 37's key on a majority of the masters.
 	victim := redlock.Keys(redlock.DefaultPrefix, "item:37").Lock
 	for _, n := range nodes[:2] {
@@ -116,30 +114,9 @@ func TestBatchedRenewalLosesOnlyTheFailedLock(t *testing.T) {
 	}
 	// Unbatched, every period would cost locks extend calls per master.
 	periods := float64(time.Since(mark)+ttl) / float64(ttl/3)
-	for i, n := range evalCalls(t, ctx, nodes) {
+	for i, n := range redislab.ScriptCalls(t, nodes) {
 		if got := n - before[i]; float64(got) > 3*periods {
 			t.Errorf("node %d ran %d scripts in about %.0f renewal periods of %d locks, want a few batches per period", i, got, periods, locks)
 		}
 	}
-}
-
-// evalCalls returns, per node, the scripts run so far (EVALSHA and EVAL).
-func evalCalls(t *testing.T, ctx context.Context, nodes []redis.UniversalClient) []int64 {
-	t.Helper()
-	out := make([]int64, len(nodes))
-	for i, n := range nodes {
-		info, err := n.Info(ctx, "commandstats").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for line := range strings.Lines(info) {
-			for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
-				if rest, ok := strings.CutPrefix(line, cmd); ok {
-					v, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-					out[i] += v
-				}
-			}
-		}
-	}
-	return out
 }

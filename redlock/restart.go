@@ -123,7 +123,9 @@ func (n *node) learn(s startInfo, now time.Time) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if s.runID != n.runID {
-		n.started = now.Add(-(s.uptime - uptimeSlack))
+		// uptime_in_seconds may read up to a second more than has passed,
+		// never less: the process has been up at least this long.
+		n.started = now.Add(-max(0, s.uptime-uptimeSlack))
 		if s.vouched {
 			n.started = time.Time{}
 		}

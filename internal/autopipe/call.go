@@ -46,8 +46,8 @@ func (c *call) free() {
 // arrives, or once ctx ends, whichever comes first.
 //
 // When ctx ends first, Do returns at once with a new *redis.Cmd whose Err()
-// is ctx.Err() itself: the outcome is unknown — the command may have been
-// executed. Its reply is still read when it comes (the connection stays in
+// matches ErrAbandoned and ctx.Err(): the outcome is unknown — the command
+// may have been executed. Its reply is still read when it comes (the connection stays in
 // step) and dropped; use DoLate to receive it.
 //
 // A command whose ctx has ended before its batch forms is not sent: its
@@ -56,13 +56,13 @@ func (c *call) free() {
 // a fresh ctx. After Close, Do sends nothing and returns ErrClosed.
 //
 // The command keeps args, as rdb.Do's does: they must not change while it
-// may still be written — after Do returns ctx.Err(), that is until its
+// may still be written — after Do returns ErrAbandoned, that is until its
 // late outcome (DoLate) or for good.
 func (p *Pipe) Do(ctx context.Context, args ...any) *redis.Cmd {
 	return p.DoLate(ctx, nil, args...)
 }
 
-// DoLate is Do, and when Do's result is ctx.Err() itself — the caller
+// DoLate is Do, and when Do's result matches ErrAbandoned — the caller
 // stopped waiting before the command's outcome was known — late is later
 // called exactly once, on a goroutine of its own, with the command's real
 // outcome: its reply, a Redis error, a connection error (outcome still
@@ -94,7 +94,7 @@ func (p *Pipe) DoLate(ctx context.Context, late func(*redis.Cmd), args ...any) *
 		if c.state.CompareAndSwap(pending, abandoned) {
 			// The sender owns c from now on, and frees it.
 			gaveUp := redis.NewCmd(ctx, args...)
-			gaveUp.SetErr(ctx.Err())
+			gaveUp.SetErr(&abandonedError{cause: ctx.Err()})
 			return gaveUp
 		}
 		<-c.done // answered just now: the outcome is ours after all

@@ -21,8 +21,8 @@
 // outcome is then one of three:
 //
 //   - the reply (or the Redis error reply) to its command;
-//   - ctx.Err() itself, unwrapped: the caller stopped waiting, the command
-//     may have run. Its reply is still read — the connection stays in step
+//   - an error matching ErrAbandoned (and ctx.Err()): the caller stopped
+//     waiting, the command may have run. Its reply is still read — the connection stays in step
 //     — and dropped by Do; DoLate hands it to a callback instead, which is
 //     how a caller undoes a write whose reply came too late (a lock granted
 //     by a slow master);

@@ -36,3 +36,20 @@ func (e *notSentError) Error() string { return "autopipe: command not sent: " + 
 func (e *notSentError) Is(target error) bool { return target == ErrNotSent }
 
 func (e *notSentError) Unwrap() error { return e.cause }
+
+// ErrAbandoned matches (errors.Is) the error Do and DoLate return when the
+// caller's ctx ended before the command's outcome was known: the command
+// may have run, and DoLate's late callback will report what happened. The
+// error matches ctx's error too. Only this error promises a late callback:
+// a command whose real outcome happens to be a context error (a batch that
+// ran out of time) is not abandoned.
+var ErrAbandoned = errors.New("autopipe: caller stopped waiting")
+
+// abandonedError is the error of a call its caller stopped waiting for.
+type abandonedError struct{ cause error }
+
+func (e *abandonedError) Error() string {
+	return "autopipe: caller stopped waiting: " + e.cause.Error()
+}
+func (e *abandonedError) Is(target error) bool { return target == ErrAbandoned }
+func (e *abandonedError) Unwrap() error        { return e.cause }

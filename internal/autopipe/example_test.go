@@ -41,7 +41,7 @@ func Example() {
 	// Output: 8 <nil>
 }
 
-// A call that stops waiting returns ctx.Err() at once; its real outcome
+// A call that stops waiting returns ErrAbandoned at once; its real outcome
 // still arrives, through late — here to a caller that would undo it.
 func ExamplePipe_DoLate() {
 	srv, err := miniredis.Run()
@@ -69,6 +69,6 @@ func ExamplePipe_DoLate() {
 	reply, err := cmd.StringSlice()
 	fmt.Println("late:", reply, err)
 	// Output:
-	// gave up: context deadline exceeded
+	// gave up: autopipe: caller stopped waiting: context deadline exceeded
 	// late: [jobs j1] <nil>
 }

@@ -41,8 +41,8 @@ func TestTimeoutHoldsWithABlackholedMaster(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Millisecond)
 	start := time.Now()
 	err := p.DoLate(ctx, func(c *redis.Cmd) { late <- c }, "incr", "stuck").Err()
-	if took := time.Since(start); err != ctx.Err() || !errors.Is(err, context.DeadlineExceeded) || took > 30*time.Millisecond+slack {
-		t.Fatalf("INCR through a blackhole: %v after %v, want ctx.Err() (deadline exceeded) after about 30ms", err, took)
+	if took := time.Since(start); !errors.Is(err, autopipe.ErrAbandoned) || !errors.Is(err, context.DeadlineExceeded) || took > 30*time.Millisecond+slack {
+		t.Fatalf("INCR through a blackhole: %v after %v, want ErrAbandoned and deadline exceeded after about 30ms", err, took)
 	}
 	// The batch is stuck; calls behind it end at their own deadlines, unsent.
 	for range 3 {
@@ -91,8 +91,8 @@ func TestLateReplyIsDelivered(t *testing.T) {
 	late := make(chan *redis.Cmd, 1)
 	ctx := ctxFor(t, 30*time.Millisecond)
 	start := time.Now()
-	if err := p.DoLate(ctx, func(c *redis.Cmd) { late <- c }, "incr", "late").Err(); err != ctx.Err() || time.Since(start) > slack {
-		t.Fatalf("INCR with a slow reply: %v after %v, want ctx.Err() after about 30ms", err, time.Since(start))
+	if err := p.DoLate(ctx, func(c *redis.Cmd) { late <- c }, "incr", "late").Err(); !errors.Is(err, autopipe.ErrAbandoned) || time.Since(start) > slack {
+		t.Fatalf("INCR with a slow reply: %v after %v, want ErrAbandoned after about 30ms", err, time.Since(start))
 	}
 	select {
 	case c := <-late:
@@ -130,8 +130,8 @@ func TestExpiredCallIsNotSent(t *testing.T) {
 	waitStats(t, p, "the first batch in flight", func(s autopipe.Stats) bool { return s.InFlight == 1 })
 	late := make(chan *redis.Cmd, 1)
 	short := ctxFor(t, 30*time.Millisecond)
-	if err := p.DoLate(short, func(c *redis.Cmd) { late <- c }, "set", "never", "v").Err(); err != short.Err() {
-		t.Fatalf("SET queued behind a slow batch: %v, want ctx.Err()", err)
+	if err := p.DoLate(short, func(c *redis.Cmd) { late <- c }, "set", "never", "v").Err(); !errors.Is(err, autopipe.ErrAbandoned) {
+		t.Fatalf("SET queued behind a slow batch: %v, want ErrAbandoned", err)
 	}
 	c := <-late
 	if err := c.Err(); !errors.Is(err, autopipe.ErrNotSent) || !errors.Is(err, context.DeadlineExceeded) {
@@ -152,5 +152,45 @@ func TestExpiredCallIsNotSent(t *testing.T) {
 	}
 	if s := p.Stats(); s.Skipped != 1 || s.Late != 1 || s.Sent != 2 {
 		t.Errorf("stats = %+v, want 2 sent, 1 skipped (late)", s)
+	}
+}
+
+// lateDone is a context whose deadline passes well before its Done closes,
+// as a caller's does when its goroutine is starved past its deadline.
+type lateDone struct {
+	context.Context
+	at time.Time
+}
+
+func (c lateDone) Deadline() (time.Time, bool) { return c.at, true }
+func (c lateDone) Err() error {
+	if time.Now().Before(c.at) {
+		return nil
+	}
+	return context.DeadlineExceeded
+}
+
+// A call still waited for whose batch ends in a context error (the batch's
+// own deadline, on a dead server) gets that error as its outcome: it does
+// not match ErrAbandoned, and no late callback follows — a caller waiting
+// for one would wait forever (the soak's hung Close).
+func TestContextErrorOutcomeIsNotAbandoned(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: 5, DialTimeout: time.Second})
+	t.Cleanup(func() { rdb.Close() })
+	p := autopipe.New(rdb, autopipe.WithLateWindow(10*time.Millisecond))
+	t.Cleanup(p.Close)
+	parent, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	ctx := lateDone{Context: parent, at: time.Now().Add(20 * time.Millisecond)}
+	called := make(chan struct{}, 1)
+	err := p.DoLate(ctx, func(*redis.Cmd) { called <- struct{}{} }, "ping").Err()
+	if err == nil || errors.Is(err, autopipe.ErrAbandoned) {
+		t.Fatalf("PING to a refused address = %v, want its real error, not ErrAbandoned", err)
+	}
+	p.Close() // waits for any late callback
+	select {
+	case <-called:
+		t.Fatal("a late callback came for a call whose outcome its caller already had")
+	default:
 	}
 }

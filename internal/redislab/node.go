@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -116,4 +118,29 @@ func (n *Node) flushAll() error {
 	c := n.client()
 	defer c.Close()
 	return c.FlushAll(ctx).Err()
+}
+
+// ScriptCalls returns, per client in nodes, how many scripts its server has
+// run (EVALSHA and EVAL calls, from INFO commandstats), failing t on error.
+func ScriptCalls(t testing.TB, nodes []redis.UniversalClient) []int64 {
+	t.Helper()
+	out := make([]int64, len(nodes))
+	for i, n := range nodes {
+		ctx, cancel := withTimeout()
+		info, err := n.Info(ctx, "commandstats").Result()
+		cancel()
+		if err != nil {
+			t.Fatalf("redislab: INFO commandstats: %v", err)
+		}
+		for line := range strings.Lines(info) {
+			for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+				if rest, ok := strings.CutPrefix(line, cmd); ok {
+					calls, _, _ := strings.Cut(rest, ",")
+					v, _ := strconv.ParseInt(calls, 10, 64)
+					out[i] += v
+				}
+			}
+		}
+	}
+	return out
 }
