@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // MaxLimit bounds the limit of a semaphore (Acquire): each permit is a key
@@ -11,6 +12,10 @@ const MaxLimit = 1024
 
 // Acquire takes one of limit permits of name, waiting until one is free or
 // ctx ends; when ctx has no deadline, WithMaxWait bounds the wait.
+//
+// Not built yet: after checking its input (ErrInvalid for an empty or long
+// name, or a limit outside [1, MaxLimit]) it returns an error matching
+// errors.ErrUnsupported, and sends nothing.
 func (c *Client) Acquire(ctx context.Context, name string, limit int, opts ...Option) (*Lock, error) {
 	if err := checkLimit(name, limit); err != nil {
 		return nil, err
@@ -18,7 +23,8 @@ func (c *Client) Acquire(ctx context.Context, name string, limit int, opts ...Op
 	return nil, errNotYet
 }
 
-// TryAcquire makes one attempt to take one of limit permits of name.
+// TryAcquire makes one attempt to take one of limit permits of name. Not
+// built yet: see Acquire.
 func (c *Client) TryAcquire(ctx context.Context, name string, limit int, opts ...Option) (*Lock, error) {
 	if err := checkLimit(name, limit); err != nil {
 		return nil, err
@@ -37,4 +43,7 @@ func checkLimit(name string, limit int) error {
 	return nil
 }
 
-var errNotYet = errors.New("redlock: not implemented yet (issue 11)")
+// errNotYet is the error of the kinds of hold not built yet: RLock,
+// TryRLock, Acquire and TryAcquire check their input, then return it. It
+// matches errors.ErrUnsupported; nothing is sent.
+var errNotYet = fmt.Errorf("redlock: not implemented yet: %w", errors.ErrUnsupported)
