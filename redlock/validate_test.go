@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/clock"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -85,6 +86,8 @@ func TestCallsRefuseBadInputAndChangeNothing(t *testing.T) {
 		},
 		"TryLock brace prefix":    func() error { _, err := c.TryLock(ctx, "k", redlock.WithPrefix("app{1}:")); return err },
 		"TryLock short retention": func() error { _, err := c.TryLock(ctx, "k", redlock.WithFenceRetention(time.Second)); return err },
+		// One clock paces all of a Client's renewals: it is New's option.
+		"TryLock per-call clock": func() error { _, err := c.TryLock(ctx, "k", redlock.WithClock(clock.NewFake(time.Now()))); return err },
 	}
 	for name, call := range calls {
 		err := call()
