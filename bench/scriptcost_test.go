@@ -273,7 +273,7 @@ func TestScriptCost(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			time.Sleep(200 * time.Millisecond) // background fence write-backs land
+			time.Sleep(200 * time.Millisecond) // late replies and undos land
 			return locks
 		}
 	}
@@ -311,7 +311,7 @@ func TestScriptCost(t *testing.T) {
 						locks = append(locks, l)
 					}
 				}
-				time.Sleep(200 * time.Millisecond) // background fence write-backs land
+				time.Sleep(200 * time.Millisecond) // late replies and undos land
 				read()
 				for _, l := range locks {
 					l.Unlock(ctx)

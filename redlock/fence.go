@@ -45,11 +45,19 @@ func (c *Client) fence(ctx context.Context, cfg *config, kss keysets, won *quoru
 		if won.Votes[n].Outcome != quorum.Granted {
 			return quorum.Vote[struct{}]{Outcome: quorum.Refused}
 		}
-		for _, i := range behind[n] {
-			raise := newScriptCall(fenceScript, []string{kss[i].Fence}, tokens[i], cfg.retention.Milliseconds())
-			if err := c.exec(ctx, n, raise).Err(); err != nil {
-				return quorum.Vote[struct{}]{Outcome: quorum.Failed, Err: err}
-			}
+		if len(behind[n]) == 0 {
+			return quorum.Vote[struct{}]{Outcome: quorum.Granted}
+		}
+		// One call raises every key this node is behind on.
+		keys := make([]string, len(behind[n]))
+		args := make([]any, 0, len(behind[n])+1)
+		for k, i := range behind[n] {
+			keys[k] = kss[i].Fence
+			args = append(args, tokens[i])
+		}
+		raise := newScriptCall(fenceScript, keys, append(args, cfg.retention.Milliseconds())...)
+		if err := c.exec(ctx, n, raise).Err(); err != nil {
+			return quorum.Vote[struct{}]{Outcome: quorum.Failed, Err: err}
 		}
 		return quorum.Vote[struct{}]{Outcome: quorum.Granted}
 	})

@@ -1,10 +1,12 @@
--- Fence write-back: raise the fencing counter to at least ARGV[1]; never lower it.
--- KEYS[1] the fencing counter. ARGV[2] its retention in ms.
--- Returns the counter's value afterwards.
-local want = tonumber(ARGV[1])
-local have = tonumber(redis.call('GET', KEYS[1]) or '0')
-if have < want then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return want
+-- Fence write-back: raise each fencing counter KEYS[i] to at least ARGV[i];
+-- never lower one. ARGV[#KEYS + 1] is their retention in ms.
+-- Returns the number of counters raised.
+local retention = ARGV[#KEYS + 1]
+local raised = 0
+for i, key in ipairs(KEYS) do
+  if tonumber(redis.call('GET', key) or '0') < tonumber(ARGV[i]) then
+    redis.call('SET', key, ARGV[i], 'PX', retention)
+    raised = raised + 1
+  end
 end
-return have
+return raised
