@@ -27,7 +27,7 @@ demo:
 # Flags go through BENCH_FLAGS, e.g. make bench BENCH_FLAGS='-bench.dur=6s'.
 .PHONY: bench
 bench: deps
-	cd bench && $(GO) test -run '^(TestSideBySide|TestRenewalScale)$$' -v -count=1 -timeout 20m . -args $(BENCH_FLAGS)
+	cd bench && $(GO) test -run '^(TestSideBySide|TestRenewalScale|TestManyKeysCost)$$' -v -count=1 -timeout 20m . -args $(BENCH_FLAGS)
 
 # Chaos soak: random faults (crashes, restarts, paused masters, a majority
 # down, latency, blackholes, lost replies, partitions) from a seeded RNG under
