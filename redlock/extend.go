@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/clock"
 	"github.com/seed818c56a1/quorumlock/quorum"
 )
@@ -140,7 +139,7 @@ func (nd *node) groups(locks []*Lock) [][]int {
 	for i := range all {
 		all[i] = i
 	}
-	if _, cluster := nd.rdb.(*redis.ClusterClient); !cluster || len(locks) == 1 {
+	if !nd.cluster || len(locks) == 1 {
 		return [][]int{all}
 	}
 	bySlot := map[int][]int{}

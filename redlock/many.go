@@ -2,8 +2,6 @@ package redlock
 
 import (
 	"context"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // LockMany acquires every key of keys at once, or none, waiting as Lock
@@ -79,7 +77,7 @@ func (c *Client) checkKeys(keys []string) error {
 // hasCluster reports whether any node is a Redis Cluster.
 func (c *Client) hasCluster() bool {
 	for _, n := range c.nodes {
-		if _, ok := n.rdb.(*redis.ClusterClient); ok {
+		if n.cluster {
 			return true
 		}
 	}

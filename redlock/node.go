@@ -14,9 +14,10 @@ import (
 
 // A node is one master of a Client, with what the Client learnt of it.
 type node struct {
-	rdb  redis.UniversalClient
-	pipe *autopipe.Pipe // batches the Client's concurrent calls to this node
-	addr string         // "" when the client type exposes none
+	rdb     redis.UniversalClient
+	pipe    *autopipe.Pipe // batches the Client's concurrent calls to this node
+	addr    string         // "" when the client type exposes none
+	cluster bool           // a Redis Cluster: one script touches one hash slot
 
 	master atomic.Bool // ROLE confirmed a master (or the node is a cluster)
 
@@ -27,10 +28,10 @@ type node struct {
 }
 
 func newNode(rdb redis.UniversalClient) *node {
-	n := &node{rdb: rdb, pipe: autopipe.New(rdb), addr: addrOf(rdb)}
+	_, cluster := rdb.(*redis.ClusterClient)
+	n := &node{rdb: rdb, pipe: autopipe.New(rdb), addr: addrOf(rdb), cluster: cluster}
 	// A cluster client is a whole cluster, not one server: its own failover
 	// decides which of its servers is a master.
-	_, cluster := rdb.(*redis.ClusterClient)
 	n.master.Store(cluster)
 	return n
 }
