@@ -34,13 +34,7 @@ const lastSlot = 16383
 // missing (fails it when CI=true).
 func StartCluster(t testing.TB, n int, opts ...Option) *Lab {
 	t.Helper()
-	if n < 1 {
-		t.Fatalf("redislab: StartCluster needs at least one node, got %d", n)
-	}
-	var cfg config
-	for _, opt := range opts {
-		opt(&cfg)
-	}
+	cfg := configure(t, "StartCluster", n, opts)
 	cfg.args = append([]string{"--cluster-enabled", "yes", "--cluster-config-file", clusterConfName,
 		"--cluster-node-timeout", clusterNodeTimeout}, cfg.args...)
 	lab := startLocal(t, n, &cfg)

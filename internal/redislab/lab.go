@@ -77,13 +77,7 @@ func WithWrapper(cmd ...string) Option {
 // and fails t when a server does not start.
 func Start(t testing.TB, n int, opts ...Option) *Lab {
 	t.Helper()
-	if n < 1 {
-		t.Fatalf("redislab: Start needs at least one node, got %d", n)
-	}
-	var cfg config
-	for _, opt := range opts {
-		opt(&cfg)
-	}
+	cfg := configure(t, "Start", n, opts)
 	custom := len(cfg.args) > 0 || len(cfg.wrapper) > 0
 	if addrs := os.Getenv(envAddrs); addrs != "" && !custom {
 		return startExternal(t, n, addrs)
@@ -92,6 +86,20 @@ func Start(t testing.TB, n int, opts ...Option) *Lab {
 		return startContainers(t, n, &cfg)
 	}
 	return startLocal(t, n, &cfg)
+}
+
+// configure applies opts for a lab of n nodes started by caller, failing t
+// when n is not positive.
+func configure(t testing.TB, caller string, n int, opts []Option) config {
+	t.Helper()
+	if n < 1 {
+		t.Fatalf("redislab: %s needs at least one node, got %d", caller, n)
+	}
+	var cfg config
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	return cfg
 }
 
 // unavailable skips t, or fails it when CI=true: a missing server in CI is
