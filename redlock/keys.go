@@ -45,8 +45,6 @@ func hashTag(key string) string {
 // keyset is the names of one key, as the scripts take them.
 type keyset = KeyNames
 
-func newKeyset(prefix, key string) keyset { return Keys(prefix, key) }
-
 // keysets are the names of every key of one holding, in the caller's order:
 // one for Lock, several for LockMany.
 type keysets []keyset
@@ -54,7 +52,7 @@ type keysets []keyset
 func newKeysets(prefix string, keys []string) keysets {
 	kss := make(keysets, len(keys))
 	for i, k := range keys {
-		kss[i] = newKeyset(prefix, k)
+		kss[i] = Keys(prefix, k)
 	}
 	return kss
 }
