@@ -93,6 +93,10 @@ func start(t *testing.T, stdin string, args ...string) *proc {
 	p := &proc{cmd: exec.Command(binary(t), args...), exited: make(chan struct{})}
 	p.cmd.Stdin = strings.NewReader(stdin)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	// A command's own background children may keep the output pipes open
+	// after quorumlock exited (TestRunForwardsSignals' `sleep 30 &` when it
+	// outlives the signal): Wait must not wait for them.
+	p.cmd.WaitDelay = time.Second
 	p.cmd.Env = append(os.Environ(), envNodes+"=")
 	if os.Getenv("GORACE") == "" {
 		// A race-enabled binary sleeps a second at exit by default, for
