@@ -1,7 +1,7 @@
 -- Leave the waiters' queues: a Lock that gave up, or that won on other nodes.
 -- Where a lock is free, announce its new first waiter, who may take it now.
 -- KEYS, per lock (3 each): the queue, the queue's leases, the lock.
--- ARGV[1] owner. A lock's channel is its name followed by ":free".
+-- ARGV[1] owner, then per lock its channel (KeyNames.Channel).
 -- Returns how many queues the owner left.
 local left = 0
 for i = 1, #KEYS / 3 do
@@ -12,7 +12,7 @@ for i = 1, #KEYS / 3 do
     if redis.call('EXISTS', lock) == 0 then
       local head = redis.call('ZRANGE', queue, 0, 0)[1]
       if head then
-        redis.call('PUBLISH', lock .. ':free', head)
+        redis.call('PUBLISH', ARGV[1 + i], head)
       end
     end
   end

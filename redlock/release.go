@@ -78,7 +78,7 @@ func releaseCall(cfg *config, kss keysets, id identity, kind releaseKind, tokens
 	case unlockHold:
 		announce = "1"
 	}
-	args := make([]any, 0, 5+len(kss))
+	args := make([]any, 0, 5+2*len(kss))
 	args = append(args, id.owner, id.hold, mode, announce, cfg.retention.Milliseconds())
 	for i := range kss {
 		var token int64
@@ -86,6 +86,9 @@ func releaseCall(cfg *config, kss keysets, id identity, kind releaseKind, tokens
 			token = tokens[i]
 		}
 		args = append(args, token)
+	}
+	for _, k := range kss {
+		args = append(args, k.Channel)
 	}
 	return newScriptCall(releaseScript, kss.lockKeys(), args...)
 }
@@ -106,7 +109,12 @@ func (c *Client) leaveOn(ctx context.Context, n int, kss keysets, id identity) {
 }
 
 func leaveCall(kss keysets, id identity) *scriptCall {
-	return newScriptCall(leaveScript, kss.leaveKeys(), id.owner)
+	args := make([]any, 0, 1+len(kss))
+	args = append(args, id.owner)
+	for _, k := range kss {
+		args = append(args, k.Channel)
+	}
+	return newScriptCall(leaveScript, kss.leaveKeys(), args...)
 }
 
 // leave removes id's owner from the keys' waiters' queues on every node.

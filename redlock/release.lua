@@ -5,12 +5,12 @@
 -- ARGV[1] owner, ARGV[2] hold id, ARGV[3] "1" to release the whole lock, "0"
 -- to drop only this hold (the lock is deleted when no hold is left),
 -- ARGV[4] "1" to announce a freed lock, when waiters are queued, on its
--- channel (the lock's name followed by ":free"; the message names the first
--- in line, so that only it need wake); "" not to announce (undoing a failed
--- attempt must not wake its own waiter),
+-- channel (the message names the first in line, so that only it need wake);
+-- "" not to announce (undoing a failed attempt must not wake its own waiter),
 -- ARGV[5] the fencing state's retention in ms, then per lock the holding's
 -- fencing token: every node that answers raises its counter to it, so that
--- a node restarted empty later cannot hand out a smaller one.
+-- a node restarted empty later cannot hand out a smaller one; then per lock
+-- its channel (KeyNames.Channel).
 -- Returns 1 when our hold was on every lock and each is now free, 2 when it
 -- was on every lock but other holds of the same owner remain on some, 0
 -- when some lock was not ours (the others are released all the same).
@@ -18,7 +18,7 @@
 -- on every node it reaches, granted or not — so that the next in line is
 -- first everywhere.
 -- Without waiters (the common case) a queue costs one EXISTS.
-local function release(lock, fence, queue, leases, token)
+local function release(lock, fence, queue, leases, token, channel)
   local queued = ARGV[4] ~= '' and redis.call('EXISTS', queue) == 1
   if queued and redis.call('ZREM', queue, ARGV[1]) == 1 then
     redis.call('ZREM', leases, ARGV[1])
@@ -39,15 +39,16 @@ local function release(lock, fence, queue, leases, token)
   if queued then
     local first = redis.call('ZRANGE', queue, 0, 0)[1]
     if first then
-      redis.call('PUBLISH', lock .. ':free', first)
+      redis.call('PUBLISH', channel, first)
     end
   end
   return 1
 end
 
 local result = 1
-for i = 1, #KEYS / 4 do
-  local r = release(KEYS[4 * i - 3], KEYS[4 * i - 2], KEYS[4 * i - 1], KEYS[4 * i], tonumber(ARGV[5 + i]))
+local n = #KEYS / 4
+for i = 1, n do
+  local r = release(KEYS[4 * i - 3], KEYS[4 * i - 2], KEYS[4 * i - 1], KEYS[4 * i], tonumber(ARGV[5 + i]), ARGV[5 + n + i])
   if r == 0 or (r == 2 and result == 1) then
     result = r
   end
