@@ -563,7 +563,7 @@ return 1`
 		s := load(lib["release"])
 		return func(p redis.Pipeliner, i int, keys []string) {
 			k := keys[i]
-			p.EvalSha(ctx, s, lockKeys(k), "owner", "h1", "1", "ch", retention, token(k))
+			p.EvalSha(ctx, s, lockKeys(k), "owner", "h1", "1", "ch", retention, token(k), k+":free")
 		}
 	}
 	batch := func(per int) func(redis.Pipeliner, int, []string) {
