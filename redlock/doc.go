@@ -147,6 +147,45 @@
 // Tokens are large numbers (about 1.8e15 today) and not consecutive: a store
 // should compare them, never count them.
 //
+// # Several keys, all or none
+//
+// LockMany holds several keys as one Lock. On each node one script call
+// takes every key or none, so two callers whose sets overlap never each hold
+// part of the other's set: no deadlock, in any order. A node counts for the
+// lock only where it granted every key; renewal, Extend and Unlock cover
+// every key in one call per node, and a node that no longer holds one of
+// them counts as lost for the whole lock, so its keys are lost together.
+// Each key is fenced on its own (TokenOf); Token is the largest of them.
+// The argument for exclusion is the single-key one, per key.
+//
+// # Semaphores: why no limit + 1 holders
+//
+// Counting holders on each node does not survive a quorum: with 5 masters and
+// a limit of 2, holders admitted by masters {0,1,2}, {2,3,4} and {0,1,3,4}
+// fit in every node's count (9 admissions in 5 × 2). Acquire hands out
+// permits instead: permit i of a name is a mutex on a key of its own, and a
+// holder holds exactly one of them, granted by a majority of nodes for that
+// permit (a round in which the nodes granted different permits counts each
+// permit's grants apart, and undoes the rest). If limit + 1 holders each held
+// one of limit permits, two would hold the same permit at the same time — two
+// majorities granting one key while both were valid, which the single-key
+// argument above excludes. Renewal, loss, fencing (per permit: Permit and
+// Token) and restart detection are the single key's.
+//
+// This holds when every holder counts with the same limit. Each grant
+// records its limit on its node, and a node refuses another limit while a
+// permit of the recorded one is held there; a holder's permit is held on a
+// majority, which meets the majority another attempt needs, so an attempt
+// with another limit cannot win while anyone holds a permit (Acquire returns
+// ErrInvalid). The record lives for the fencing retention after the last
+// grant that wrote it: a holder renewed for longer than that with no grant of
+// the name in between no longer protects its limit against a smaller one.
+//
+// Waiting is one line per name, in ticket order: a node grants a free permit
+// to a waiter only while fewer live waiters are ahead of it than permits are
+// free there, so freed permits go to the oldest waiters and none stays idle
+// while someone waits. A TryAcquire counts behind every waiter.
+//
 // # Keys
 //
 // A key is at most MaxKeyLen bytes. On a node it becomes <prefix>{key} and

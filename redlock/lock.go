@@ -30,6 +30,7 @@ type Lock struct {
 	fenced []bool  // nodes known to hold every key's fencing counter ≥ its token
 	tokens []int64 // per key
 	token  int64   // the largest of tokens
+	permit int     // the semaphore's permit held (Acquire); -1 for a key
 
 	life context.Context // ends when the lock does; its cause is Err()
 	end  context.CancelCauseFunc
@@ -52,7 +53,7 @@ type Lock struct {
 // meanwhile.
 func (c *Client) newLock(keys []string, kss keysets, cfg *config, id identity, tokens []int64, until time.Time, won *quorum.Tally[[]int64], fenced []bool) *Lock {
 	l := &Lock{c: c, cfg: *cfg, key: strings.Join(keys, ","), keys: keys, kss: kss, id: id,
-		tokens: tokens, token: slices.Max(tokens), until: until, fenced: fenced, slot: -1}
+		tokens: tokens, token: slices.Max(tokens), until: until, fenced: fenced, slot: -1, permit: -1}
 	for n := range won.Votes {
 		if won.Abandoned(n) {
 			if l.inFlight == nil {
@@ -102,6 +103,12 @@ func (l *Lock) TokenOf(key string) int64 {
 	}
 	return 0
 }
+
+// Permit returns the permit of its semaphore that a Lock from Acquire or
+// TryAcquire holds, in [0, limit), or -1 for a Lock of keys. Two holders of
+// one name hold different permits at any time; a store fenced per permit
+// (the name and Permit) orders each permit's holders by Token.
+func (l *Lock) Permit() int { return l.permit }
 
 // Until returns the end of the lock's validity, on the local monotonic clock.
 // Renewals move it forward. It is only meaningful while Err() is nil.

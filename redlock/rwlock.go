@@ -1,6 +1,10 @@
 package redlock
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+)
 
 // RLock acquires a shared hold of key, waiting until it succeeds or ctx
 // ends: any number of readers at once, or one writer (Lock, TryLock).
@@ -22,3 +26,8 @@ func (c *Client) TryRLock(ctx context.Context, key string, opts ...Option) (*Loc
 	}
 	return nil, errNotYet
 }
+
+// errNotYet is the error of the kinds of hold not built yet: RLock and
+// TryRLock check their input, then return it. It matches
+// errors.ErrUnsupported; nothing is sent.
+var errNotYet = fmt.Errorf("redlock: not implemented yet: %w", errors.ErrUnsupported)

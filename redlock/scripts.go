@@ -19,10 +19,13 @@ var (
 	fenceSrc string
 	//go:embed leave.lua
 	leaveSrc string
+	//go:embed permit.lua
+	permitSrc string
 
 	// Both may have to say when their node started: start.lua's function
 	// comes first in each.
 	acquireScript = newScript(startSrc + acquireSrc)
+	permitScript  = newScript(startSrc + permitSrc)
 	extendScript  = newScript(startSrc + extendSrc)
 	releaseScript = newScript(releaseSrc)
 	fenceScript   = newScript(fenceSrc)

@@ -2,34 +2,75 @@ package redlock
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/seed818c56a1/quorumlock/clock"
+	"github.com/seed818c56a1/quorumlock/quorum"
 )
 
 // MaxLimit bounds the limit of a semaphore (Acquire): each permit is a key
-// on the nodes, and a waiter may try every one of them.
+// on the nodes, and every attempt reads all of them.
 const MaxLimit = 1024
 
 // Acquire takes one of limit permits of name, waiting until one is free or
-// ctx ends; when ctx has no deadline, WithMaxWait bounds the wait.
+// ctx ends; when ctx has no deadline, WithMaxWait bounds the wait. The Lock
+// it returns holds that permit (Permit) as Lock holds a key: renewed, lost,
+// released and fenced the same way — Token is the permit's fencing token,
+// larger than every earlier token of that permit, so a store fenced per
+// permit (name and Permit) rejects a stalled holder's late writes.
 //
-// Not built yet: after checking its input (ErrInvalid for an empty or long
-// name, or a limit outside [1, MaxLimit]) it returns an error matching
-// errors.ErrUnsupported, and sends nothing.
+// At most limit holders of name hold a permit at once, over the quorum and
+// under node faults (see the package doc). Waiters are served first come,
+// first served, one shared line per name: a free permit goes to the oldest
+// live waiter, and a release wakes it at once through the name's channel.
+// An owner given WithOwner holds at most one permit of a name: a nested
+// Acquire of the same owner adds a hold on the permit it already has.
+//
+// Every holder of name must use the same limit: while a permit is held, an
+// Acquire with another limit fails with ErrInvalid, having changed nothing.
+// Acquire also refuses, with ErrInvalid and nothing sent, an empty or long
+// name and a limit outside [1, MaxLimit].
 func (c *Client) Acquire(ctx context.Context, name string, limit int, opts ...Option) (*Lock, error) {
-	if err := checkLimit(name, limit); err != nil {
+	a, err := c.enterPermit(name, limit, opts)
+	if err != nil {
 		return nil, err
 	}
-	return nil, errNotYet
+	defer c.end()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, a.cfg.maxWait)
+		defer cancel()
+	}
+	ctx, done := c.observe(ctx, name, true)
+	l, err := a.wait(ctx)
+	done(l, err)
+	return l, err
 }
 
-// TryAcquire makes one attempt to take one of limit permits of name. Not
-// built yet: see Acquire.
+// TryAcquire makes one attempt to take one of limit permits of name and
+// returns at once, as TryLock does: it does not queue, and while Acquire
+// callers wait for name it takes a free permit only if there are more free
+// permits than waiters. It refuses the input Acquire refuses.
 func (c *Client) TryAcquire(ctx context.Context, name string, limit int, opts ...Option) (*Lock, error) {
-	if err := checkLimit(name, limit); err != nil {
+	a, err := c.enterPermit(name, limit, opts)
+	if err != nil {
 		return nil, err
 	}
-	return nil, errNotYet
+	defer c.end()
+	if err := ctx.Err(); err != nil {
+		return nil, errors.Join(err, ErrNotObtained)
+	}
+	ctx, done := c.observe(ctx, name, false)
+	l, _, err := a.attempt(ctx)
+	done(l, err)
+	return l, err
 }
 
 // checkLimit refuses a semaphore's bad name or limit.
@@ -43,7 +84,310 @@ func checkLimit(name string, limit int) error {
 	return nil
 }
 
-// errNotYet is the error of the kinds of hold not built yet: RLock,
-// TryRLock, Acquire and TryAcquire check their input, then return it. It
-// matches errors.ErrUnsupported; nothing is sent.
-var errNotYet = fmt.Errorf("redlock: not implemented yet: %w", errors.ErrUnsupported)
+// PermitKeys returns the names the library uses on the nodes for permit i
+// of the semaphore name under prefix. Every permit of a name shares its
+// waiters' queue, their leases and the channel; the permit's lock and its
+// fencing counter are its own: <prefix>{<tag>}:permit:<i> and
+// <prefix>{<tag>}:permit:<i>:fence, beside <prefix>{<tag>}:permits:queue,
+// :permits:leases, :permits:free (the channel) and :permits:limit (the
+// limit of the current holders; see LimitKey). <tag> is as in Keys, so that
+// a semaphore's names share one Cluster hash slot — and never meet the
+// names of a Lock of the same key.
+func PermitKeys(prefix, name string, i int) KeyNames {
+	base := permitBase(prefix, name)
+	lock := base + ":permit:" + strconv.Itoa(i)
+	shared := base + ":permits"
+	return KeyNames{Lock: lock, Fence: lock + ":fence", Queue: shared + ":queue", Leases: shared + ":leases", Channel: shared + ":free"}
+}
+
+// LimitKey returns the name of the record of the limit that the holders of
+// the semaphore name were granted with (a string holding the limit).
+func LimitKey(prefix, name string) string { return permitBase(prefix, name) + ":permits:limit" }
+
+func permitBase(prefix, name string) string { return prefix + "{" + hashTag(name) + "}" }
+
+// A permitAcquisition is one Acquire or TryAcquire of a permit of a
+// semaphore: what every one of its rounds shares.
+type permitAcquisition struct {
+	c       *Client
+	cfg     config
+	name    string
+	limit   int
+	permits keysets // one per permit
+	id      identity
+	ticket  string      // "" for TryAcquire, which never queues
+	gone    atomic.Bool // Acquire gave up: late refusals must leave the queue
+	prefer  int         // the permit each round tries first
+}
+
+// enterPermit checks a semaphore's input and applies opts, then counts the
+// call in flight; on success the caller must call c.end.
+func (c *Client) enterPermit(name string, limit int, opts []Option) (*permitAcquisition, error) {
+	if err := checkLimit(name, limit); err != nil {
+		return nil, err
+	}
+	cfg, err := c.enter([]string{name}, opts)
+	if err != nil {
+		return nil, err
+	}
+	a := &permitAcquisition{c: c, cfg: cfg, name: name, limit: limit, id: cfg.identity(), prefer: rand.IntN(limit)}
+	a.permits = make(keysets, limit)
+	for i := range a.permits {
+		a.permits[i] = PermitKeys(cfg.prefix, name, i)
+	}
+	return a, nil
+}
+
+// wait makes attempts, in the name's line, until one succeeds or ctx ends.
+func (a *permitAcquisition) wait(ctx context.Context) (*Lock, error) {
+	c, cfg := a.c, &a.cfg
+	a.ticket = strconv.FormatInt(cfg.clock.Now().UnixMilli(), 10)
+	b := cfg.backoff()
+	var wake <-chan struct{}
+	var last error = ErrNotObtained
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, a.giveUp(ctx, errors.Join(err, last))
+		}
+		l, hint, err := a.attempt(ctx)
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, ErrNotObtained) {
+			return nil, a.giveUp(ctx, err)
+		}
+		last = err
+		if wake == nil {
+			var stop func()
+			wake, stop = c.bell.listen([]string{a.permits[0].Channel}, a.id.owner)
+			defer stop()
+		}
+		delay := b.NextBackOff()
+		if hint > 0 && hint < delay {
+			delay = hint
+		}
+		if err := c.sleep(ctx, cfg.clock, delay, wake); err != nil {
+			return nil, a.giveUp(ctx, errors.Join(err, last))
+		}
+	}
+}
+
+// giveUp leaves the name's line on every node and returns err. It marks the
+// acquisition gone first, so that a refusal answering late — after the
+// leave — leaves too.
+func (a *permitAcquisition) giveUp(ctx context.Context, err error) error {
+	a.gone.Store(true)
+	a.c.spawn(func() { a.c.leave(ctx, &a.cfg, a.permits[:1], a.id) })
+	return err
+}
+
+// A permitVote's Value is {token, permit} when granted, {shortest remaining
+// lease} when refused.
+const (
+	voteToken  = 0
+	votePermit = 1
+)
+
+// attempt runs one round: each node grants a free permit — the first from
+// a.prefer, so that nodes in one state pick the same — and the permit a
+// majority granted is held; grants of other permits are undone. It returns
+// the retry hint as Client.attempt does.
+func (a *permitAcquisition) attempt(ctx context.Context) (*Lock, time.Duration, error) {
+	c, cfg := a.c, &a.cfg
+	id := a.id
+	id.hold = crand.Text() // a new hold per attempt, as Client.attempt
+	decided := make(chan struct{})
+	var l *Lock
+	r := round[[]int64](c, cfg)
+	r.Decided = permitDecided
+	r.Late = func(n int, v quorum.Vote[[]int64]) {
+		<-decided
+		switch {
+		case l == nil:
+			if v.Outcome != quorum.Refused {
+				a.undoOn(n, id, v)
+			} else if a.gone.Load() {
+				c.leaveOn(context.Background(), n, a.permits[:1], id)
+			}
+		case l.answered(n):
+			c.releaseOn(context.Background(), cfg, n, a.grantedOn(v), id, l.releaseKind(), nil)
+		case v.Outcome == quorum.Granted && int(v.Value[votePermit]) != l.permit:
+			a.undoOn(n, id, v) // another permit than the one held
+		} // otherwise Unlock, still to come, covers n
+	}
+	calls := a.calls(id)
+	start := cfg.clock.Now()
+	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[[]int64] {
+		if !cfg.detectRestarts() {
+			if err := c.nodes[n].vet(ctx); err != nil {
+				return quorum.Vote[[]int64]{Outcome: quorum.Failed, Err: err}
+			}
+		}
+		reply, err := c.exec(ctx, n, calls[n]).Slice()
+		if v, ok := limitVote(reply, err); ok {
+			return v
+		}
+		return c.acquireVote(n, cfg, 2, reply, err)
+	})
+	until := clock.Validity(start, cfg.ttl, cfg.driftFactor)
+	usable := until.Add(-cfg.lossMargin())
+	nodeFailures(c, "acquire", a.name, &t)
+	permit, won := a.winner(&t)
+	if won.Won() && cfg.clock.Now().Before(usable) {
+		kss := a.permits[permit : permit+1]
+		if tokens, ok, fenced := c.fence(ctx, cfg, kss, &won); ok && cfg.clock.Now().Before(usable) {
+			l = c.newLock([]string{a.name}, kss, cfg, id, tokens, until, &won, fenced)
+			if l != nil {
+				l.permit = permit
+			}
+		}
+	}
+	close(decided)
+	if l != nil {
+		c.spawn(func() { a.undoOthers(ctx, id, &t, permit) })
+		return l, 0, nil
+	}
+	if next, ok := mostGranted(&t); ok {
+		a.prefer = next // where the next round most likely agrees
+	}
+	if t.Count(quorum.Refused) < len(t.Votes) {
+		c.spawn(func() { a.undoOthers(ctx, id, &t, -1) })
+	}
+	if won.Won() && c.isClosed() {
+		return nil, 0, ErrClosed
+	}
+	if recorded, ok := limitRefusal(&t); ok {
+		return nil, 0, invalid("semaphore %s is held with limit %d, not %d", shortKey(a.name), recorded, a.limit)
+	}
+	return nil, retryHint(&t), quorumError(c, "acquire", a.name, ErrNotObtained, &t)
+}
+
+// calls returns each node's permit.lua call.
+func (a *permitAcquisition) calls(id identity) []*scriptCall {
+	keys := make([]string, 0, 2*a.limit+3)
+	for _, p := range a.permits {
+		keys = append(keys, p.Lock)
+	}
+	for _, p := range a.permits {
+		keys = append(keys, p.Fence)
+	}
+	keys = append(keys, a.permits[0].Queue, a.permits[0].Leases, LimitKey(a.cfg.prefix, a.name))
+	base := newScriptCall(permitScript, keys, id.owner, id.hold, a.cfg.ttl.Milliseconds(), a.ticket,
+		a.cfg.queueLease().Milliseconds(), a.cfg.retention.Milliseconds(), a.limit, a.prefer,
+		permitBase(a.cfg.prefix, a.name)+":permit:", "")
+	calls := make([]*scriptCall, len(a.c.nodes))
+	for n, node := range a.c.nodes {
+		calls[n] = base
+		if a.cfg.detectRestarts() {
+			calls[n] = base.withLast(node.lastSaved())
+		}
+	}
+	return calls
+}
+
+// permitDecided ends a round once one permit has a majority of grants, or
+// no permit can reach one any more.
+func permitDecided(t *quorum.Tally[[]int64]) bool {
+	best := 0
+	for _, n := range grantsPerPermit(t) {
+		best = max(best, n)
+	}
+	return best >= t.Need || best+t.Count(quorum.Pending) < t.Need
+}
+
+func grantsPerPermit(t *quorum.Tally[[]int64]) map[int]int {
+	m := map[int]int{}
+	for _, v := range t.Votes {
+		if v.Outcome == quorum.Granted {
+			m[int(v.Value[votePermit])]++
+		}
+	}
+	return m
+}
+
+// mostGranted returns the permit with the most grants, if any was granted.
+func mostGranted(t *quorum.Tally[[]int64]) (permit int, ok bool) {
+	best := 0
+	for p, n := range grantsPerPermit(t) {
+		if n > best || (n == best && p < permit) {
+			permit, best = p, n
+		}
+	}
+	return permit, best > 0
+}
+
+// winner returns the permit granted most, and the round's tally as that
+// permit's: a grant of another permit counts as a failure there.
+func (a *permitAcquisition) winner(t *quorum.Tally[[]int64]) (int, quorum.Tally[[]int64]) {
+	permit, _ := mostGranted(t)
+	won := *t
+	won.Votes = slices.Clone(t.Votes)
+	for n, v := range won.Votes {
+		if v.Outcome == quorum.Granted && int(v.Value[votePermit]) != permit {
+			won.Votes[n] = quorum.Vote[[]int64]{Outcome: quorum.Failed,
+				Err: fmt.Errorf("redlock: granted permit %d, not %d", v.Value[votePermit], permit)}
+		}
+	}
+	return permit, won
+}
+
+// undoOthers drops this round's hold on every node that answered in time
+// and did not refuse, except where it granted keep (-1: everywhere). A node
+// still running is undone by Late when it answers.
+func (a *permitAcquisition) undoOthers(ctx context.Context, id identity, t *quorum.Tally[[]int64], keep int) {
+	r := round[int64](a.c, &a.cfg)
+	r.Decided = func(*quorum.Tally[int64]) bool { return false }
+	r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[int64] {
+		v := t.Votes[n]
+		if v.Outcome == quorum.Refused || t.Abandoned(n) || (v.Outcome == quorum.Granted && int(v.Value[votePermit]) == keep) {
+			return quorum.Vote[int64]{Outcome: quorum.Refused}
+		}
+		return releaseVote(a.c.exec(ctx, n, releaseCall(&a.cfg, a.grantedOn(v), id, undoHold, nil)).Int64())
+	})
+}
+
+// undoOn drops this round's hold on node n alone, for a late answer.
+func (a *permitAcquisition) undoOn(n int, id identity, v quorum.Vote[[]int64]) {
+	a.c.releaseOn(context.Background(), &a.cfg, n, a.grantedOn(v), id, undoHold, nil)
+}
+
+// grantedOn is the permits a node's vote may have left held: the one it
+// granted, or — a node that failed may have granted any — all of them.
+func (a *permitAcquisition) grantedOn(v quorum.Vote[[]int64]) keysets {
+	if v.Outcome == quorum.Granted {
+		p := int(v.Value[votePermit])
+		return a.permits[p : p+1]
+	}
+	return a.permits
+}
+
+// errLimit marks a node's refusal because its holders have another limit.
+type errLimit struct{ recorded int64 }
+
+func (e errLimit) Error() string {
+	return fmt.Sprintf("redlock: held here with limit %d", e.recorded)
+}
+
+// limitVote reads permit.lua's {-1, recorded limit}: a refusal, with
+// nothing written.
+func limitVote(reply []any, err error) (quorum.Vote[[]int64], bool) {
+	if err != nil {
+		return quorum.Vote[[]int64]{}, false
+	}
+	if code, ok := replyInt(reply, 0); !ok || code != -1 {
+		return quorum.Vote[[]int64]{}, false
+	}
+	recorded, _ := replyInt(reply, 1)
+	return quorum.Vote[[]int64]{Outcome: quorum.Refused, Value: []int64{0}, Err: errLimit{recorded}}, true
+}
+
+// limitRefusal reports whether a node refused because of another limit.
+func limitRefusal(t *quorum.Tally[[]int64]) (int64, bool) {
+	for _, v := range t.Votes {
+		var e errLimit
+		if errors.As(v.Err, &e) {
+			return e.recorded, true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,352 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+		"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/redlock"
+)
+
+// permitHolders returns, per node, the owner of permit i of name ("" none).
+func permitHolders(t *testing.T, nodes []redis.UniversalClient, name string, i int) []string {
+	t.Helper()
+	out := make([]string, len(nodes))
+	for n, nd := range nodes {
+		v, err := nd.HGet(context.Background(), redlock.PermitKeys(redlock.DefaultPrefix, name, i).Lock, "owner").Result()
+		if err != nil && err != redis.Nil {
+			t.Fatalf("node %d: HGET: %v", n, err)
+		}
+		out[n] = v
+	}
+	return out
+}
+
+// permitsHeld counts, over every node, the permits of name held there.
+func permitsHeld(t *testing.T, nodes []redis.UniversalClient, name string, limit int) int {
+	t.Helper()
+	held := 0
+	for i := range limit {
+		for _, h := range permitHolders(t, nodes, name, i) {
+			if h != "" {
+				held++
+			}
+		}
+	}
+	return held
+}
+
+// A holder counter: at every enter and exit, how many are inside, and the
+// time-weighted mean of that count.
+type occupancy struct {
+	mu         sync.Mutex
+	inside     int
+	most, over int // over: enters that made more than the limit inside
+	since      time.Time
+	area       time.Duration // Σ inside × time
+	start      time.Time
+}
+
+func (o *occupancy) change(d int, limit int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := time.Now()
+	if o.start.IsZero() {
+		o.start, o.since = now, now
+	}
+	o.area += time.Duration(o.inside) * now.Sub(o.since)
+	o.since = now
+	o.inside += d
+	if d > 0 && o.inside > limit {
+		o.over++
+	}
+	o.most = max(o.most, o.inside)
+}
+
+func (o *occupancy) enter(limit int) { o.change(1, limit) }
+func (o *occupancy) exit()           { o.change(-1, 0) }
+
+// mean is the average number inside since the first enter.
+func (o *occupancy) mean() float64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return float64(o.area) / float64(o.since.Sub(o.start))
+}
+
+// 12 goroutines on 3 clients share a semaphore of 3 permits for 5 s while
+// one master is SIGKILLed and restarted empty: never more than 3 inside at
+// once, the permits are used side by side, and everyone gets in.
+func TestSemaphoreNeverAdmitsMoreThanLimit(t *testing.T) {
+	const workers, limit, run = 12, 3, 5 * time.Second
+	c1, nodes, lb := lab(t, 5)
+	lb.RequireControl(t)
+	clients := []*redlock.Client{c1, newClient(t, nodes), newClient(t, nodes)}
+	var occ occupancy
+	holds := make([]int, workers)
+	var waits []time.Duration
+	var mu sync.Mutex
+	deadline := time.Now().Add(run)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				asked := time.Now()
+				l, err := clients[w%3].Acquire(ctxFor(t, 10*time.Second), "jobs", limit)
+				if err != nil {
+					t.Errorf("worker %d: Acquire: %v", w, err)
+					return
+				}
+				mu.Lock()
+				waits = append(waits, time.Since(asked))
+				mu.Unlock()
+				occ.enter(limit)
+				select { // the work, or the end of the lock
+				case <-time.After(5 * time.Millisecond):
+				case <-l.Done():
+				}
+				occ.exit()
+				if err := l.Unlock(context.Background()); err != nil && !errors.Is(err, redlock.ErrLockLost) {
+					t.Errorf("worker %d: Unlock: %v", w, err)
+				}
+				holds[w]++
+			}
+		}()
+	}
+	// Mid-run, master 2 is killed and comes back empty.
+	time.Sleep(run / 3) // the fault's timing, not an assertion
+	if err := lb.Nodes[2].Kill(); err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	time.Sleep(run / 6)
+	if err := lb.Nodes[2].Restart(true); err != nil {
+		t.Fatalf("Restart: %v", err)
+	}
+	wg.Wait()
+	slices.Sort(waits)
+	t.Logf("most holders at once %d (limit %d), %.2f on average; holds per worker %v; wait p50 %v p99 %v",
+		occ.most, limit, occ.mean(), holds, waits[len(waits)/2], waits[len(waits)*99/100])
+	if occ.over > 0 || occ.most > limit {
+		t.Errorf("%d entries over the limit; at most %d holders at once, want ≤ %d", occ.over, occ.most, limit)
+	}
+	if occ.most < limit {
+		t.Errorf("at most %d holders at once of %d permits: the permits were not used side by side", occ.most, limit)
+	}
+	for w, n := range holds {
+		if n < 10 {
+			t.Errorf("worker %d held a permit %d times, want ≥ 10", w, n)
+		}
+	}
+}
+
+// The interleaving that breaks a counting semaphore over a quorum: with 5
+// masters and a limit of 2, A is admitted by masters 0–2 and B by 2–4; a
+// counter would now be at 1 on masters 0, 1, 3, 4, which admit C. With
+// permits, C would need a majority for A's or B's permit: it is refused.
+func TestSemaphoreLimitTwoOfFiveAdmitsNoThird(t *testing.T) {
+	c, nodes, _ := lab(t, 5, redlock.WithAutoRenew(false))
+	ctx := ctxFor(t, 10*time.Second)
+	a, err := c.TryAcquire(ctx, "s", 2)
+	if err != nil {
+		t.Fatalf("A: %v", err)
+	}
+	b, err := c.TryAcquire(ctx, "s", 2)
+	if err != nil {
+		t.Fatalf("B: %v", err)
+	}
+	if a.Permit() == b.Permit() || a.Permit() < 0 || b.Permit() < 0 || a.Permit() > 1 || b.Permit() > 1 {
+		t.Fatalf("A holds permit %d, B %d; want 0 and 1", a.Permit(), b.Permit())
+	}
+	for _, n := range nodes[3:] { // A's grant never reached masters 3, 4
+		n.Del(ctx, redlock.PermitKeys(redlock.DefaultPrefix, "s", a.Permit()).Lock)
+	}
+	for _, n := range nodes[:2] { // B's never reached masters 0, 1
+		n.Del(ctx, redlock.PermitKeys(redlock.DefaultPrefix, "s", b.Permit()).Lock)
+	}
+	for range 5 {
+		if l, err := c.TryAcquire(ctx, "s", 2); !errors.Is(err, redlock.ErrNotObtained) {
+			t.Fatalf("C: %v, %v; want ErrNotObtained", l, err)
+		}
+	}
+	if _, err := c.Acquire(ctxFor(t, 300*time.Millisecond), "s", 2); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("C waiting: %v, want ErrNotObtained", err)
+	}
+	eventually(t, 2*time.Second, "C's grants undone", func() bool { return permitsHeld(t, nodes, "s", 2) == 6 })
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatalf("A Unlock: %v", err)
+	}
+	l, err := c.TryAcquire(ctx, "s", 2)
+	if err != nil {
+		t.Fatalf("C after A left: %v", err)
+	}
+	if l.Permit() != a.Permit() || l.Token() <= a.Token() {
+		t.Errorf("C holds permit %d with token %d; want A's permit %d with a token above A's %d", l.Permit(), l.Token(), a.Permit(), a.Token())
+	}
+	l.Unlock(ctx)
+	b.Unlock(ctx)
+}
+
+func TestSemaphoreRefusesAnotherLimitWhileHeld(t *testing.T) {
+	c, nodes, _ := lab(t, 3)
+	ctx := ctxFor(t, 10*time.Second)
+	l, err := c.TryAcquire(ctx, "s", 3)
+	if err != nil {
+		t.Fatalf("TryAcquire: %v", err)
+	}
+	before := snapshot(t, nodes)
+	for _, limit := range []int{1, 2, 4} {
+		if _, err := c.TryAcquire(ctx, "s", limit); !errors.Is(err, redlock.ErrInvalid) {
+			t.Errorf("TryAcquire with limit %d while held with 3 = %v, want ErrInvalid", limit, err)
+		}
+		if _, err := c.Acquire(ctx, "s", limit); !errors.Is(err, redlock.ErrInvalid) {
+			t.Errorf("Acquire with limit %d while held with 3 = %v, want ErrInvalid", limit, err)
+		}
+	}
+	if after := snapshot(t, nodes); !slices.Equal(before, after) {
+		t.Errorf("refused limits changed the masters:\n before %q\n after  %q", before, after)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	l2, err := c.TryAcquire(ctx, "s", 2)
+	if err != nil {
+		t.Fatalf("TryAcquire with a new limit once none is held: %v", err)
+	}
+	l2.Unlock(ctx)
+}
+
+// snapshot lists every key on the nodes with its value's type and content,
+// leaving out TTLs (time passes).
+func snapshot(t *testing.T, nodes []redis.UniversalClient) []string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	for i, n := range nodes {
+		keys, err := n.Keys(ctx, "*").Result()
+		if err != nil {
+			t.Fatalf("node %d: KEYS: %v", i, err)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			dump, _ := n.Dump(ctx, k).Result()
+			out = append(out, string(rune('0'+i))+" "+k+" "+dump)
+		}
+	}
+	return out
+}
+
+// A waiter is woken by a release at once (the name's channel), long before
+// its backoff would have tried again; waiters are served in arrival order.
+func TestSemaphoreReleaseWakesTheFirstWaiter(t *testing.T) {
+	c, nodes, _ := lab(t, 3, redlock.WithRetryDelay(5*time.Second, 5*time.Second))
+	ctx := ctxFor(t, 20*time.Second)
+	held := make([]*redlock.Lock, 2)
+	for i := range held {
+		l, err := c.TryAcquire(ctx, "w", 2)
+		if err != nil {
+			t.Fatalf("TryAcquire %d: %v", i, err)
+		}
+		held[i] = l
+	}
+	got := make(chan time.Time, 1)
+	go func() {
+		l, err := c.Acquire(ctx, "w", 2)
+		if err != nil {
+			t.Errorf("waiter: %v", err)
+			close(got)
+			return
+		}
+		got <- time.Now()
+		l.Unlock(context.Background())
+	}()
+	queue := redlock.PermitKeys(redlock.DefaultPrefix, "w", 0).Queue
+	eventually(t, 5*time.Second, "the waiter in line on a majority", func() bool {
+		in := 0
+		for _, n := range nodes {
+			if n.ZCard(ctx, queue).Val() == 1 {
+				in++
+			}
+		}
+		return in >= 2
+	})
+	// A one-shot attempt does not jump the line while a permit is awaited.
+	if _, err := c.TryAcquire(ctx, "w", 2); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("TryAcquire past a waiter = %v, want ErrNotObtained", err)
+	}
+	released := time.Now()
+	if err := held[0].Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	at, ok := <-got
+	if !ok {
+		return
+	}
+	if d := at.Sub(released); d > 2*time.Second {
+		t.Errorf("the waiter got the permit %v after the release; its retry delay is 5 s, so the wake-up was lost", d)
+	}
+	held[1].Unlock(ctx)
+}
+
+// A holder stalled past its validity loses its permit to the next holder,
+// whose token for that permit is larger: a store fenced per permit refuses
+// the stalled holder's late write.
+func TestSemaphoreTokensFencePerPermit(t *testing.T) {
+	c, _, _ := lab(t, 3, redlock.WithAutoRenew(false), redlock.WithNodeTimeout(50*time.Millisecond), redlock.WithTTL(400*time.Millisecond))
+	ctx := ctxFor(t, 10*time.Second)
+	stalled, err := c.TryAcquire(ctx, "f", 1)
+	if err != nil {
+		t.Fatalf("TryAcquire: %v", err)
+	}
+	<-stalled.Done() // the lease ends while its holder is paused
+	next := eventuallyLocked(t, 5*time.Second, "the permit after the stalled lease", func() (*redlock.Lock, error) {
+		return c.TryAcquire(ctx, "f", 1)
+	})
+	defer next.Unlock(ctx)
+	if next.Permit() != stalled.Permit() || next.Token() <= stalled.Token() {
+		t.Fatalf("next holds permit %d token %d; stalled permit %d token %d: want the same permit, a larger token",
+			next.Permit(), next.Token(), stalled.Permit(), stalled.Token())
+	}
+	store := map[int]int64{} // per permit, the largest token seen
+	write := func(l *redlock.Lock) bool {
+		if l.Token() < store[l.Permit()] {
+			return false
+		}
+		store[l.Permit()] = l.Token()
+		return true
+	}
+	if !write(next) || write(stalled) {
+		t.Errorf("the fenced store accepted the stalled holder's write after the next holder's")
+	}
+}
+
+// A Lock from Acquire is renewed, released and reported as Lock's are.
+func TestSemaphoreLockIsALock(t *testing.T) {
+	c, nodes, _ := lab(t, 3, redlock.WithTTL(600*time.Millisecond))
+	ctx := ctxFor(t, 10*time.Second)
+	l, err := c.Acquire(ctx, "r", 2)
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	if l.Key() != "r" || !slices.Equal(l.Keys(), []string{"r"}) || l.TokenOf("r") != l.Token() || l.Token() <= 0 {
+		t.Errorf("Key %q Keys %q TokenOf %d Token %d", l.Key(), l.Keys(), l.TokenOf("r"), l.Token())
+	}
+	first := l.Until()
+	eventually(t, 3*time.Second, "a renewal", func() bool { return l.Until().After(first) })
+	if err := l.Extend(ctx); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	if n := permitsHeld(t, nodes, "r", 2); n != 0 {
+		t.Errorf("%d permits held after Unlock, want 0", n)
+	}
+	if err := l.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Errorf("second Unlock = %v, want ErrNotHeld", err)
+	}
+}
