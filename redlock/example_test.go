@@ -133,3 +133,36 @@ func ExampleClient_TryLock() {
 	// second: true true
 	// unlock: <nil>
 }
+
+// Two permits of "thumbnails": two holders at once, the third is refused
+// until one of them leaves, and then gets the permit that was freed.
+func ExampleClient_TryAcquire() {
+	nodes, _, stop := embedded()
+	defer stop()
+	locks, err := redlock.New(nodes, redlock.WithNodeTimeout(250*time.Millisecond), redlock.WithRestartGuard(0))
+	if err != nil {
+		panic(err)
+	}
+	defer locks.Close()
+	ctx := context.Background()
+
+	a, errA := locks.TryAcquire(ctx, "thumbnails", 2)
+	b, errB := locks.TryAcquire(ctx, "thumbnails", 2)
+	fmt.Println("two holders:", errA, errB, a.Permit() != b.Permit())
+	_, err = locks.TryAcquire(ctx, "thumbnails", 2)
+	fmt.Println("third:", errors.Is(err, redlock.ErrNotObtained))
+	_, err = locks.TryAcquire(ctx, "thumbnails", 3)
+	fmt.Println("another limit:", errors.Is(err, redlock.ErrInvalid))
+	freed := a.Permit()
+	fmt.Println("unlock:", a.Unlock(ctx))
+	c, err := locks.TryAcquire(ctx, "thumbnails", 2)
+	fmt.Println("third again:", err, c.Permit() == freed, c.Token() > a.Token())
+	c.Unlock(ctx)
+	b.Unlock(ctx)
+	// Output:
+	// two holders: <nil> <nil> true
+	// third: true
+	// another limit: true
+	// unlock: <nil>
+	// third again: <nil> true true
+}
