@@ -5,7 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
-		"testing"
+	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
