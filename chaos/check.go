@@ -31,6 +31,10 @@ type Report struct {
 	Late         int    // of those, signalled at or after Until()
 	Unsignalled  []Hold // holds that Unlock found lost without a signal
 
+	// MostAtOnce is, per semaphore name, the most holds that overlapped
+	// at one instant: the scenario compares it with the limit.
+	MostAtOnce map[string]int
+
 	// WorstMargin is the smallest Until − LossAt over the signalled
 	// losses: how close to the end of validity a holder was told at
 	// worst. Negative means told after the validity had ended. It is
@@ -41,14 +45,22 @@ type Report struct {
 // Safe reports whether the history had no overlap and no token regression.
 func (r *Report) Safe() bool { return len(r.Overlaps) == 0 && len(r.Regressions) == 0 }
 
-// Check verifies history: no two holds of one key overlap, and tokens
-// strictly increase in the order the holds of a key started. It does not
-// modify history.
+// Check verifies history: no two holds of one key overlap unless both are
+// shared (readers), and tokens strictly increase in the order the holds of
+// a key started — a reader's token is at least the last writer's before it.
+// For semaphores it also counts the most holds of a name at once. It does
+// not modify history.
 func Check(history []Hold) Report {
 	rep := Report{Acquisitions: len(history)}
 	for _, holds := range byKey(history) {
 		rep.Overlaps = append(rep.Overlaps, overlaps(holds)...)
 		rep.Regressions = append(rep.Regressions, regressions(holds)...)
+	}
+	for name, holds := range byName(history) {
+		if rep.MostAtOnce == nil {
+			rep.MostAtOnce = map[string]int{}
+		}
+		rep.MostAtOnce[name] = mostAtOnce(holds)
 	}
 	for _, h := range history {
 		switch {
@@ -92,7 +104,7 @@ func overlaps(holds []Hold) []Overlap {
 			if b.Start >= a.End {
 				break
 			}
-			if b.End > b.Start && a.End > a.Start { // an empty interval holds nothing
+			if b.End > b.Start && a.End > a.Start && !(a.Shared && b.Shared) { // an empty interval holds nothing; readers share
 				out = append(out, Overlap{First: a, Second: b, By: min(a.End, b.End) - b.Start})
 			}
 		}
@@ -100,16 +112,62 @@ func overlaps(holds []Hold) []Overlap {
 	return out
 }
 
-// regressions returns each hold whose token does not exceed its
-// predecessor's, sorted by start.
+// regressions returns, in holds sorted by start, each writer's hold whose
+// token does not exceed every token before it, and each reader's hold whose
+// token is below the last writer's before it.
 func regressions(holds []Hold) []Regression {
 	var out []Regression
-	for i := 1; i < len(holds); i++ {
-		if holds[i].Token <= holds[i-1].Token {
-			out = append(out, Regression{Prev: holds[i-1], Next: holds[i]})
+	var top, writer *Hold // the hold with the largest token so far; the last writer
+	for i := range holds {
+		h := &holds[i]
+		switch {
+		case h.Shared && writer != nil && h.Token < writer.Token:
+			out = append(out, Regression{Prev: *writer, Next: *h})
+		case !h.Shared && top != nil && h.Token <= top.Token:
+			out = append(out, Regression{Prev: *top, Next: *h})
+		}
+		if top == nil || h.Token > top.Token {
+			top = h
+		}
+		if !h.Shared {
+			writer = h
 		}
 	}
 	return out
+}
+
+// byName groups the holds of semaphores by name.
+func byName(history []Hold) map[string][]Hold {
+	groups := map[string][]Hold{}
+	for _, h := range history {
+		if h.Name != "" {
+			groups[h.Name] = append(groups[h.Name], h)
+		}
+	}
+	return groups
+}
+
+// mostAtOnce is the most holds whose intervals [Start, End) contain one
+// instant.
+func mostAtOnce(holds []Hold) int {
+	type edge struct {
+		at time.Duration
+		d  int
+	}
+	edges := make([]edge, 0, 2*len(holds))
+	for _, h := range holds {
+		if h.End > h.Start {
+			edges = append(edges, edge{h.Start, 1}, edge{h.End, -1})
+		}
+	}
+	// At one instant an end comes before a start: [Start, End) is open at End.
+	slices.SortFunc(edges, func(a, b edge) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.d, b.d)) })
+	most, now := 0, 0
+	for _, e := range edges {
+		now += e.d
+		most = max(most, now)
+	}
+	return most
 }
 
 // String formats the figures of a report on one line, followed by a line for

@@ -113,3 +113,36 @@ func TestFencedStoreRejectsOlderTokens(t *testing.T) {
 		t.Errorf("Counts() = %d, %d, want 5, 2", acc, rej)
 	}
 }
+
+func TestCheckReadersSemaphoresAndManyKeys(t *testing.T) {
+	read := func(client string, token int64, start, end int) chaos.Hold {
+		h := hold(client, token, start, end)
+		h.Shared = true
+		return h
+	}
+	permit := func(client string, p int, token int64, start, end int) chaos.Hold {
+		h := hold(client, token, start, end)
+		h.Key, h.Name = "s#"+string(rune('0'+p)), "s"
+		return h
+	}
+	for _, tc := range []struct {
+		name                     string
+		history                  []chaos.Hold
+		overlaps, regressions, n int // n: MostAtOnce["s"]
+	}{
+		{"readers together", []chaos.Hold{hold("w", 5, 0, 10), read("a", 5, 10, 30), read("b", 5, 15, 25), hold("w", 6, 30, 40)}, 0, 0, 0},
+		{"a writer among readers", []chaos.Hold{read("a", 5, 0, 30), hold("w", 6, 10, 20)}, 1, 0, 0},
+		{"a reader below the last writer", []chaos.Hold{hold("w", 6, 0, 10), read("a", 5, 10, 20)}, 0, 1, 0},
+		{"a writer not above a reader's token", []chaos.Hold{read("a", 6, 0, 10), hold("w", 6, 10, 20)}, 0, 1, 0},
+		{"permits side by side", []chaos.Hold{permit("a", 0, 1, 0, 10), permit("b", 1, 1, 5, 15), permit("c", 2, 1, 8, 20), permit("d", 0, 2, 10, 20)}, 0, 0, 3},
+		{"one permit twice", []chaos.Hold{permit("a", 0, 1, 0, 10), permit("b", 0, 2, 5, 15)}, 1, 0, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := chaos.Check(tc.history)
+			if len(rep.Overlaps) != tc.overlaps || len(rep.Regressions) != tc.regressions || rep.MostAtOnce["s"] != tc.n {
+				t.Errorf("overlaps %d regressions %d most at once %d; want %d, %d, %d\n%s",
+					len(rep.Overlaps), len(rep.Regressions), rep.MostAtOnce["s"], tc.overlaps, tc.regressions, tc.n, rep.String())
+			}
+		})
+	}
+}

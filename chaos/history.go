@@ -12,6 +12,7 @@ package chaos
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -24,8 +25,17 @@ import (
 // by different goroutines and clients of one process compare exactly.
 type Hold struct {
 	Client string // who held it
-	Key    string
-	Token  int64         // the lock's fencing token
+	Key    string // one key; a LockMany holding is recorded as one Hold per key
+	Token  int64  // the key's fencing token
+
+	// Shared marks a reader's hold (RLock): readers may overlap each other,
+	// never a writer; a reader's token is the last writer's.
+	Shared bool
+	// Name is a semaphore's name (Acquire), whose holds are recorded under
+	// Key <name>#<permit>: no two holds of a permit overlap, and at most
+	// limit holds of a name overlap (Report.MostAtOnce).
+	Name string
+
 	Start  time.Duration // when Lock (or TryLock) returned the lock
 	End    time.Duration // when the holder stopped its work: Unlock called, or the loss signalled
 	Until  time.Duration // end of validity (Until()) when the hold ended
@@ -79,8 +89,20 @@ func (r *Recorder) History() []Hold {
 // when Hold is called. work's ctx is cancelled when the loss of l is
 // signalled; the hold ends at that signal or when work returns, whichever
 // comes first. Hold returns Unlock's error.
+//
+// A Lock of several keys is recorded as one Hold per key, each with its own
+// token; a semaphore's Lock under <name>#<permit>.
 func (r *Recorder) Hold(ctx context.Context, client string, l *redlock.Lock, work func(context.Context)) error {
-	h := Hold{Client: client, Key: l.Key(), Token: l.Token(), Start: r.Now()}
+	return r.hold(ctx, Hold{Client: client}, l, work)
+}
+
+// HoldShared is Hold for a reader's Lock (RLock).
+func (r *Recorder) HoldShared(ctx context.Context, client string, l *redlock.Lock, work func(context.Context)) error {
+	return r.hold(ctx, Hold{Client: client, Shared: true}, l, work)
+}
+
+func (r *Recorder) hold(ctx context.Context, h Hold, l *redlock.Lock, work func(context.Context)) error {
+	h.Start = r.Now()
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -108,7 +130,15 @@ func (r *Recorder) Hold(ctx context.Context, client string, l *redlock.Lock, wor
 	h.Until = r.At(l.Until())
 	err := l.Unlock(context.WithoutCancel(ctx))
 	h.Unsignalled = !h.Lost && errors.Is(err, redlock.ErrLockLost)
-	r.Add(h)
+	if l.Permit() >= 0 {
+		h.Key, h.Name, h.Token = fmt.Sprintf("%s#%d", l.Key(), l.Permit()), l.Key(), l.Token()
+		r.Add(h)
+		return err
+	}
+	for _, k := range l.Keys() {
+		h.Key, h.Token = k, l.TokenOf(k)
+		r.Add(h)
+	}
 	return err
 }
 
