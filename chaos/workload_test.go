@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +25,7 @@ type contention struct {
 	goroutines int // per client, each looping Lock
 	tryers     int // per client, each looping TryLock (which never queues)
 	key        string
+	kind       holdKind
 	maxWork    time.Duration // each hold works a random time in [0, maxWork)
 	opts       []redlock.Option
 
@@ -78,7 +80,8 @@ func (w *contention) holder(ctx context.Context, s *seat, name string, rng *rand
 // turn makes one acquisition through c and, if it won, one hold. It records
 // unexpected errors, and returns false after one from Lock.
 func (w *contention) turn(ctx context.Context, c *redlock.Client, name string, rng *rand.Rand, try bool) bool {
-	l, err := w.acquire(ctx, c, try)
+	shared := w.kind == kindReadWrite && rng.IntN(4) > 0 // three readers to a writer
+	l, err := w.acquire(ctx, c, rng, try, shared)
 	if err != nil {
 		if !errors.Is(err, redlock.ErrNotObtained) {
 			w.fail(fmt.Errorf("%s: Lock: %w", name, err))
@@ -88,7 +91,11 @@ func (w *contention) turn(ctx context.Context, c *redlock.Client, name string, r
 		return true
 	}
 	work := time.Duration(rng.Int64N(int64(w.maxWork) + 1))
-	err = w.rec.Hold(ctx, name, l, func(ctx context.Context) {
+	hold := w.rec.Hold
+	if shared {
+		hold = w.rec.HoldShared
+	}
+	err = hold(ctx, name, l, func(ctx context.Context) {
 		w.held.Add(1)
 		defer w.held.Add(-1)
 		pause(ctx, work)
@@ -102,16 +109,52 @@ func (w *contention) turn(ctx context.Context, c *redlock.Client, name string, r
 	return true
 }
 
-// acquire makes one Lock call bounded by attemptWait, or one TryLock
-// after a short pause.
-func (w *contention) acquire(ctx context.Context, c *redlock.Client, try bool) (*redlock.Lock, error) {
+// A holdKind is what a contention's holders take.
+type holdKind int
+
+const (
+	kindLock      holdKind = iota // Lock of key
+	kindMany                      // LockMany of 1–3 of manyKeys, drawn at random
+	kindReadWrite                 // RLock of key, or now and then Lock
+	kindPermit                    // Acquire of one of permitLimit permits of key
+)
+
+// The kinds' parameters: LockMany's keys, and the semaphore's limit.
+var manyKeys = []string{"m0", "m1", "m2", "m3"}
+
+const permitLimit = 2
+
+// acquire makes one acquisition of w's kind — shared, for a reader — bounded
+// by attemptWait, or one Try attempt after a short pause.
+func (w *contention) acquire(ctx context.Context, c *redlock.Client, rng *rand.Rand, try, shared bool) (*redlock.Lock, error) {
 	if try {
 		pause(ctx, tryPace)
+	} else {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, attemptWait)
+		defer cancel()
+	}
+	switch {
+	case w.kind == kindMany:
+		keys := slices.Clone(manyKeys)
+		rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		keys = keys[:1+rng.IntN(3)]
+		if try {
+			return c.TryLockMany(ctx, keys, w.opts...)
+		}
+		return c.LockMany(ctx, keys, w.opts...)
+	case w.kind == kindPermit && try:
+		return c.TryAcquire(ctx, w.key, permitLimit, w.opts...)
+	case w.kind == kindPermit:
+		return c.Acquire(ctx, w.key, permitLimit, w.opts...)
+	case shared && try:
+		return c.TryRLock(ctx, w.key, w.opts...)
+	case shared:
+		return c.RLock(ctx, w.key, w.opts...)
+	case try:
 		return c.TryLock(ctx, w.key, w.opts...)
 	}
-	actx, cancel := context.WithTimeout(ctx, attemptWait)
-	defer cancel()
-	return c.Lock(actx, w.key, w.opts...)
+	return c.Lock(ctx, w.key, w.opts...)
 }
 
 // tryPace is the pause before each TryLock of a contention.
