@@ -48,13 +48,26 @@ func TestSoak(t *testing.T) {
 	stopLong := longHolds(ctx, w.rec, w.seats[0])
 	lag := probeLag(w.rec.Now)
 	stop := w.start(t, *soakSeed)
-	t.Logf("soak: seed %d, %v, %d clients × (%d Lock + %d TryLock) holders and one long holder",
+	// The other kinds of hold run beside Lock's, on the same clients, under
+	// the same faults, into the same history (on keys of their own).
+	var stopKinds []func()
+	for _, k := range []struct {
+		kind holdKind
+		key  string
+	}{{kindMany, ""}, {kindReadWrite, "rw"}, {kindPermit, "sem"}} {
+		o := &contention{rec: w.rec, seats: w.seats, goroutines: 1, tryers: 1, key: k.key, kind: k.kind, maxWork: w.maxWork, opts: w.opts}
+		stopKinds = append(stopKinds, o.start(t, *soakSeed+uint64(k.kind)))
+	}
+	t.Logf("soak: seed %d, %v, %d clients × (%d Lock + %d TryLock) holders, one long holder, and per client a waiting and a trying holder each of LockMany, RLock/Lock and Acquire",
 		*soakSeed, *soakDur, len(m.clients), w.goroutines, w.tryers)
 	for deadline := time.Now().Add(*soakDur); time.Now().Before(deadline) && !t.Failed(); {
 		s.episode(ctx, w.rec)
 		pause(ctx, lull(s.rng))
 	}
 	stop()
+	for _, stop := range stopKinds {
+		stop()
+	}
 	stopLong()
 	lag.stop()
 	closeAll()
@@ -63,6 +76,9 @@ func TestSoak(t *testing.T) {
 	rep := report(t, w.rec)
 	if len(rep.Regressions) > 0 {
 		t.Errorf("%d token regressions, want 0", len(rep.Regressions))
+	}
+	if most := rep.MostAtOnce["sem"]; most > permitLimit {
+		t.Errorf("%d holders of the semaphore at once, limit %d", most, permitLimit)
 	}
 	reportLate(t, w.rec.History(), lag)
 	for _, row := range s.table(w.rec.History()) {
