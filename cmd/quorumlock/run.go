@@ -145,7 +145,7 @@ func notObtainedStatus(ctx context.Context, ns *nodeSet, err error) int {
 			}
 		}
 	}
-	if ns.reachable(ctx) < len(ns.clients)/2+1 {
+	if ns.reachable(ctx) < quorum.Majority(len(ns.clients)) {
 		return exitUnavailable
 	}
 	return exitTempFail

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/quorum"
+	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
 // defaultStatusTimeout bounds each node's status query.
@@ -32,7 +34,7 @@ type lockStatus struct {
 	LockKey   string       `json:"lock_key"`
 	FenceKey  string       `json:"fence_key"`
 	Nodes     []nodeStatus `json:"nodes"`
-	Need      int          `json:"need"`            // a majority: N/2+1
+	Need      int          `json:"need"`            // a majority of the nodes (quorum.Majority)
 	Reachable int          `json:"reachable"`       // nodes that answered
 	Owner     string       `json:"owner,omitempty"` // the owner held on most nodes
 	Holders   int          `json:"holders"`         // nodes that hold Owner
@@ -90,15 +92,15 @@ func statusCheck(fs *flag.FlagSet, t *target, timeout time.Duration) ([]string, 
 
 // query asks every node in parallel, each under timeout, and tallies.
 func query(ctx context.Context, ns *nodeSet, t *target, timeout time.Duration) *lockStatus {
-	lockKey, fenceKey := lockKeys(t.prefix, t.key)
-	st := &lockStatus{Key: t.key, LockKey: lockKey, FenceKey: fenceKey,
-		Nodes: make([]nodeStatus, len(ns.clients)), Need: len(ns.clients)/2 + 1}
+	names := redlock.Keys(t.prefix, t.key)
+	st := &lockStatus{Key: t.key, LockKey: names.Lock, FenceKey: names.Fence,
+		Nodes: make([]nodeStatus, len(ns.clients)), Need: quorum.Majority(len(ns.clients))}
 	var wg sync.WaitGroup
 	for i, rdb := range ns.clients {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			st.Nodes[i] = queryNode(ctx, rdb, lockKey, fenceKey)
+			st.Nodes[i] = queryNode(ctx, rdb, names.Lock, names.Fence)
 			st.Nodes[i].Addr = ns.addrs[i]
 		})
 	}

@@ -75,18 +75,18 @@ func TestStatusJSON(t *testing.T) {
 func setLock(t *testing.T, c redis.UniversalClient, owner string, holds int, fence int64) {
 	t.Helper()
 	ctx := context.Background()
-	lockKey, fenceKey := lockKeys(redlock.DefaultPrefix, "table")
+	names := redlock.Keys(redlock.DefaultPrefix, "table")
 	args := []any{"owner", owner}
 	for h := range holds {
 		args = append(args, fmt.Sprintf("h:%d", h), 1)
 	}
-	if err := c.HSet(ctx, lockKey, args...).Err(); err != nil {
+	if err := c.HSet(ctx, names.Lock, args...).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.PExpire(ctx, lockKey, 60e9).Err(); err != nil {
+	if err := c.PExpire(ctx, names.Lock, 60e9).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Set(ctx, fenceKey, fence, 0).Err(); err != nil {
+	if err := c.Set(ctx, names.Fence, fence, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 }
