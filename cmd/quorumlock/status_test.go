@@ -110,11 +110,12 @@ func TestStatusTable(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	want := []string{
 		`lock quorumlock:\{table\} \(fence quorumlock:\{table\}:fence\)`,
-		`NODE +STATE +OWNER +TTL +HOLDS +FENCE +ERROR`,
-		regexp.QuoteMeta(addrs[0]) + ` +held +OWNERA +(59|60)(\.\d+)?s +2 +7 +-`,
-		regexp.QuoteMeta(addrs[1]) + ` +held +OWNERA +(59|60)(\.\d+)?s +2 +7 +-`,
-		regexp.QuoteMeta(addrs[2]) + ` +held +OWNERB +(59|60)(\.\d+)?s +1 +3 +-`,
+		`NODE +STATE +OWNER +TTL +HOLDS +FENCE +READERS +ERROR`,
+		regexp.QuoteMeta(addrs[0]) + ` +held +OWNERA +(59|60)(\.\d+)?s +2 +7 +0 +-`,
+		regexp.QuoteMeta(addrs[1]) + ` +held +OWNERA +(59|60)(\.\d+)?s +2 +7 +0 +-`,
+		regexp.QuoteMeta(addrs[2]) + ` +held +OWNERB +(59|60)(\.\d+)?s +1 +3 +0 +-`,
 		`held: owner OWNERA on 2 of 3 nodes \(a majority is 2\)`,
+		`readers: 0 on a majority of nodes \(quorumlock:\{table\}:readers\)`,
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), out.String())
@@ -125,7 +126,7 @@ func TestStatusTable(t *testing.T) {
 		}
 	}
 	owner, fence := strings.Index(lines[1], "OWNER"), strings.Index(lines[1], "FENCE")
-	for _, line := range lines[2:5] {
+	for _, line := range lines[2:5] { // the node lines
 		if !strings.HasPrefix(line[owner:], "OWNER") || !strings.ContainsAny(line[fence:fence+1], "37") {
 			t.Errorf("line %q not aligned with the header %q", line, lines[1])
 		}
