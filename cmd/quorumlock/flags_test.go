@@ -39,6 +39,9 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"status", "--nodes", "a:1"}, "--key is required"},
 		{[]string{"status", "--nodes", "a:1", "--key", "k", "extra"}, `unexpected argument "extra"`},
 		{[]string{"status", "--nodes", "a:1", "--key", "k", "--timeout", "0s"}, "--timeout 0s must be positive"},
+		{[]string{"status", "--nodes", "a:1", "--key", "k", "--limit", "0"}, "--limit 0 must be in [1, 1024]"},
+		{[]string{"status", "--nodes", "a:1", "--key", "k", "--limit", "1025"}, "--limit 1025 must be in [1, 1024]"},
+		{[]string{"status", "--nodes", "a:1", "--limit", "2"}, "--key is required"},
 		{[]string{"demo", "--workers", "0"}, "--workers 0 must be at least 1"},
 		{[]string{"demo", "--duration", "soon"}, `invalid value "soon" for flag -duration`},
 		{[]string{"demo", "--stock", "-1"}, "--stock -1 must not be negative"},
@@ -73,7 +76,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"--help"}, []string{"Usage:", "Examples:"}},
 		{[]string{"run", "-h"}, []string{"-- CMD", "-ttl duration", "-wait duration", "-grace duration", "77", "75", "Examples:",
 			"-keys names", "-read", "-limit N", "QUORUMLOCK_TOKENS", "QUORUMLOCK_PERMIT", "--keys stock-east,stock-west", "--read --wait", "--limit 4"}},
-		{[]string{"help", "status"}, []string{"-json", "-timeout duration", "69", "Examples:"}},
+		{[]string{"help", "status"}, []string{"-json", "-timeout duration", "-limit N", "69", "Examples:", "--key schema --json", "--limit 4"}},
 		{[]string{"demo", "--help"}, []string{"-workers int", "-stock int", "-duration duration", "oversold", "Examples:"}},
 	}
 	for _, tc := range cases {
