@@ -47,8 +47,11 @@ func (st *lockStatus) queryNode(ctx context.Context, rdb *redis.Client, i int) {
 	if st.Semaphore != nil {
 		permits = st.Semaphore.queue(ctx, pipe, i)
 	}
-	cmds, _ := pipe.Exec(ctx)
-	if err := firstError(cmds); err != nil {
+	cmds, err := pipe.Exec(ctx)
+	if err == nil || errors.Is(err, redis.Nil) {
+		err = firstError(cmds)
+	}
+	if err != nil {
 		st.failed(i, err)
 		return
 	}
@@ -60,9 +63,9 @@ func (st *lockStatus) queryNode(ctx context.Context, rdb *redis.Client, i int) {
 	}
 }
 
-// firstError returns the first error of cmds but redis.Nil, which is an
-// absent key's answer. Exec reports only the first error: a redis.Nil may
-// hide a later one.
+// firstError returns the first error of cmds but redis.Nil, an absent
+// key's answer: Exec reports only the first error, and a redis.Nil may hide
+// a later one.
 func firstError(cmds []redis.Cmder) error {
 	for _, c := range cmds {
 		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {

@@ -262,3 +262,17 @@ func TestStatusSemaphore(t *testing.T) {
 		}
 	}
 }
+
+// A node whose answer has an error after an absent key's nil (the free
+// writer) is reported with the error, not read as free.
+func TestStatusErrorAfterNil(t *testing.T) {
+	lab, nodes := startLab(t, 3)
+	c := lab.Clients(t)[2]
+	if err := c.Set(context.Background(), readersKey(redlock.DefaultPrefix, "odd"), "not a sorted set", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	code, st := statusJSON(t, nodes, "odd")
+	if n := st.Nodes[2]; code != 0 || n.Reachable || !strings.Contains(n.Error, "WRONGTYPE") || st.Reachable != 2 {
+		t.Errorf("status %d, node 3 %+v, %d reachable; want 0, node 3 with the WRONGTYPE error, 2 reachable", code, n, st.Reachable)
+	}
+}
