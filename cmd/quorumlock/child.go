@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -16,18 +15,12 @@ import (
 // forwarded are the signals quorumlock passes on to CMD's process group.
 var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 
-// Environment variables set for CMD.
-const (
-	envKey   = "QUORUMLOCK_KEY"
-	envToken = "QUORUMLOCK_TOKEN"
-)
-
 // supervise runs argv while l is held and returns the exit status of run.
 func (c *cli) supervise(l *redlock.Lock, argv []string, f *runFlags, sigs <-chan os.Signal) int {
-	cmd := c.command(argv, l)
+	cmd := c.command(argv, f.claim.env(l))
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(c.stderr, "quorumlock: %v\n", err)
-		c.reportRelease(l, c.release(l))
+		c.reportRelease(f.claim, c.release(l))
 		return startStatus(err)
 	}
 	lost := c.wait(cmd, l, f, sigs)
@@ -37,20 +30,21 @@ func (c *cli) supervise(l *redlock.Lock, argv []string, f *runFlags, sigs <-chan
 		return exitLockLost
 	}
 	if errors.Is(err, redlock.ErrLockLost) {
-		fmt.Fprintf(c.stderr, "quorumlock: lock %q was found lost at release: "+
-			"the command's work may have overlapped another holder's: %v\n", f.key, err)
+		fmt.Fprintf(c.stderr, "quorumlock: %v was found lost at release: "+
+			"the command's work may have overlapped another holder's: %v\n", f.claim, err)
 		return exitLockLost
 	}
-	c.reportRelease(l, err)
+	c.reportRelease(f.claim, err)
 	return code
 }
 
-// command returns CMD with quorumlock's standard streams and environment,
-// in a process group of its own, so that a lost lock stops all of it.
-func (c *cli) command(argv []string, l *redlock.Lock) *exec.Cmd {
+// command returns CMD with quorumlock's standard streams and environment
+// plus env, in a process group of its own, so that a lost lock stops all of
+// it.
+func (c *cli) command(argv, env []string) *exec.Cmd {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
-	cmd.Env = append(os.Environ(), envKey+"="+l.Key(), envToken+"="+strconv.FormatInt(l.Token(), 10))
+	cmd.Env = childEnv(os.Environ(), env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	setParentDeathSignal(cmd.SysProcAttr)
 	return cmd
@@ -78,8 +72,8 @@ func (c *cli) wait(cmd *exec.Cmd, l *redlock.Lock, f *runFlags, sigs <-chan os.S
 			signalGroup(cmd, s)
 		case <-done:
 			done, lost = nil, true
-			fmt.Fprintf(c.stderr, "quorumlock: lock %q lost (%v): sending SIGTERM to the command, SIGKILL in %v\n",
-				f.key, l.Err(), f.grace)
+			fmt.Fprintf(c.stderr, "quorumlock: %v lost (%v): sending SIGTERM to the command, SIGKILL in %v\n",
+				f.claim, l.Err(), f.grace)
 			signalGroup(cmd, syscall.SIGTERM)
 			t := time.NewTimer(f.grace)
 			defer t.Stop()
@@ -101,9 +95,9 @@ func signalGroup(cmd *exec.Cmd, sig os.Signal) {
 
 // reportRelease warns when the release after CMD was not confirmed; the
 // lock then expires with its TTL on the nodes it is left on.
-func (c *cli) reportRelease(l *redlock.Lock, err error) {
+func (c *cli) reportRelease(what claim, err error) {
 	if err != nil {
-		fmt.Fprintf(c.stderr, "quorumlock: release of lock %q not confirmed, it expires with its TTL: %v\n", l.Key(), err)
+		fmt.Fprintf(c.stderr, "quorumlock: release of %v not confirmed, it expires with its TTL: %v\n", what, err)
 	}
 }
 

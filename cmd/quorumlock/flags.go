@@ -100,10 +100,3 @@ func positive(flag string, d time.Duration) error {
 	}
 	return nil
 }
-
-// lockKeys returns the lock key and the fencing counter key of key, as the
-// library writes them.
-func lockKeys(prefix, key string) (lock, fence string) {
-	names := redlock.Keys(prefix, key)
-	return names.Lock, names.Fence
-}

@@ -4,8 +4,9 @@
 //
 // Usage:
 //
-//	quorumlock run    --nodes host:port,... --key K [flags] -- CMD [ARGS...]
-//	quorumlock status --nodes host:port,... --key K [--json]
+//	quorumlock run    --nodes host:port,... --key K [--read | --limit N] [flags] -- CMD [ARGS...]
+//	quorumlock run    --nodes host:port,... --keys K1,K2,... [flags] -- CMD [ARGS...]
+//	quorumlock status --nodes host:port,... --key K [--limit N] [--json]
 //	quorumlock demo   [--nodes host:port,...] [flags]
 //
 // Run "quorumlock help SUBCOMMAND" for the flags, examples and exit statuses
@@ -105,16 +106,20 @@ func (c *cli) help(args []string) int {
 const mainUsage = `quorumlock: run commands under a lock held by a majority of Redis masters (Redlock).
 
 Usage:
-  quorumlock run    --nodes host:port,... --key K [flags] -- CMD [ARGS...]
-  quorumlock status --nodes host:port,... --key K [--json]
+  quorumlock run    --nodes host:port,... --key K [--read | --limit N] [flags] -- CMD [ARGS...]
+  quorumlock run    --nodes host:port,... --keys K1,K2,... [flags] -- CMD [ARGS...]
+  quorumlock status --nodes host:port,... --key K [--limit N] [--json]
   quorumlock demo   [--nodes host:port,...] [flags]
   quorumlock help   [SUBCOMMAND]
 
 Subcommands:
   run      acquire the lock, run CMD while the lock is renewed, release it when
-           CMD exits, and exit with CMD's status: a distributed flock(1)
+           CMD exits, and exit with CMD's status: a distributed flock(1); or
+           several locks at once (--keys), a shared hold (--read), one of N
+           permits (--limit N)
   status   show each node's holder, remaining TTL and fencing counter, and
-           whether a majority agrees on one holder
+           whether a majority agrees on one holder; the readers; with
+           --limit N, the semaphore's permits and waiters
   demo     the oversell scenario: workers sell stock under the lock while a
            node is killed and restarted; five embedded nodes unless --nodes
 

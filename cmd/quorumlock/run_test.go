@@ -28,7 +28,7 @@ func startLab(t *testing.T, n int) (*redislab.Lab, string) {
 // owners returns each node's owner of key's lock ("" when free).
 func owners(t *testing.T, lab *redislab.Lab, key string) []string {
 	t.Helper()
-	lockKey, _ := lockKeys(redlock.DefaultPrefix, key)
+	lockKey := redlock.Keys(redlock.DefaultPrefix, key).Lock
 	var out []string
 	for i, c := range lab.Clients(t) {
 		v, err := c.HGet(context.Background(), lockKey, "owner").Result()

@@ -3,20 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
 // defaultStatusTimeout bounds each node's status query.
 const defaultStatusTimeout = 500 * time.Millisecond
 
-// A nodeStatus is what one node says about a lock.
-type nodeStatus struct {
+// A holderStatus is what one node says about one lock: a key's writer, or
+// a permit of a semaphore.
+type holderStatus struct {
 	Addr      string `json:"addr"`
 	Reachable bool   `json:"reachable"`
 	Error     string `json:"error,omitempty"`
@@ -26,29 +25,54 @@ type nodeStatus struct {
 	Fence     int64  `json:"fence"`            // fencing counter: the last token this node issued
 }
 
-// A lockStatus is the view of one lock over all nodes.
+// A nodeStatus is what one node says about a key: its writer and readers.
+type nodeStatus struct {
+	holderStatus
+	Readers int      `json:"readers"` // readers whose lease has not ended on the node's clock
+	readers []string // their members
+}
+
+// An agreement is the owner that most nodes hold a lock for, and whether
+// they are a majority.
+type agreement struct {
+	Owner   string `json:"owner,omitempty"` // the owner held on most nodes
+	Holders int    `json:"holders"`         // nodes that hold Owner
+	Held    bool   `json:"held"`            // Holders ≥ a majority
+}
+
+// A lockStatus is the view of one key over all nodes.
 type lockStatus struct {
-	Key       string       `json:"key"`
-	LockKey   string       `json:"lock_key"`
-	FenceKey  string       `json:"fence_key"`
-	Nodes     []nodeStatus `json:"nodes"`
-	Need      int          `json:"need"`            // a majority: N/2+1
-	Reachable int          `json:"reachable"`       // nodes that answered
-	Owner     string       `json:"owner,omitempty"` // the owner held on most nodes
-	Holders   int          `json:"holders"`         // nodes that hold Owner
-	Held      bool         `json:"held"`            // Holders ≥ Need
+	Key        string       `json:"key"`
+	LockKey    string       `json:"lock_key"`
+	FenceKey   string       `json:"fence_key"`
+	ReadersKey string       `json:"readers_key"`
+	Nodes      []nodeStatus `json:"nodes"`
+	Need       int          `json:"need"`      // a majority of the nodes (quorum.Majority)
+	Reachable  int          `json:"reachable"` // nodes that answered
+	agreement               // on the writer
+	Readers    int          `json:"readers"`             // readers live on a majority of nodes
+	Semaphore  *semaphore   `json:"semaphore,omitempty"` // with --limit
+}
+
+// statusFlags are status's flags.
+type statusFlags struct {
+	target
+	json    bool
+	timeout time.Duration
+	limit   int
 }
 
 func (c *cli) status(args []string) int {
 	fs := newFlagSet("status")
-	var t target
-	t.register(fs, c.getenv, "the lock's `name` (required)")
-	asJSON := fs.Bool("json", false, "print JSON instead of a table")
-	timeout := fs.Duration("timeout", defaultStatusTimeout, "timeout of the query to each node")
+	var f statusFlags
+	f.target.register(fs, c.getenv, "the lock's `name` (required)")
+	fs.BoolVar(&f.json, "json", false, "print JSON instead of a table")
+	fs.DurationVar(&f.timeout, "timeout", defaultStatusTimeout, "timeout of the query to each node")
+	fs.IntVar(&f.limit, "limit", 0, fmt.Sprintf("also show the `N` permits of --key's semaphore (1 to %d), as run --limit N holds them", redlock.MaxLimit))
 	if code, ok := c.parse(fs, statusUsage, args); !ok {
 		return code
 	}
-	addrs, err := statusCheck(fs, &t, *timeout)
+	addrs, err := f.check(fs)
 	if err != nil {
 		return c.usageError(fs, err)
 	}
@@ -57,8 +81,8 @@ func (c *cli) status(args []string) int {
 		return c.usageError(fs, err)
 	}
 	defer ns.close()
-	st := query(context.Background(), ns, &t, *timeout)
-	if *asJSON {
+	st := query(context.Background(), ns, &f)
+	if f.json {
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(st)
@@ -77,81 +101,43 @@ func (c *cli) status(args []string) int {
 	return exitOK
 }
 
-func statusCheck(fs *flag.FlagSet, t *target, timeout time.Duration) ([]string, error) {
+// check validates the flags that fs parsed and returns the node addresses.
+func (f *statusFlags) check(fs *flag.FlagSet) ([]string, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	addrs, err := t.check()
+	given := false
+	fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == "limit" })
+	if given && (f.limit < 1 || f.limit > redlock.MaxLimit) {
+		return nil, fmt.Errorf("--limit %d must be in [1, %d]", f.limit, redlock.MaxLimit)
+	}
+	addrs, err := f.target.check()
 	if err != nil {
 		return nil, err
 	}
-	return addrs, positive("timeout", timeout)
+	return addrs, positive("timeout", f.timeout)
 }
 
-// query asks every node in parallel, each under timeout, and tallies.
-func query(ctx context.Context, ns *nodeSet, t *target, timeout time.Duration) *lockStatus {
-	lockKey, fenceKey := lockKeys(t.prefix, t.key)
-	st := &lockStatus{Key: t.key, LockKey: lockKey, FenceKey: fenceKey,
-		Nodes: make([]nodeStatus, len(ns.clients)), Need: len(ns.clients)/2 + 1}
-	var wg sync.WaitGroup
-	for i, rdb := range ns.clients {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			st.Nodes[i] = queryNode(ctx, rdb, lockKey, fenceKey)
-			st.Nodes[i].Addr = ns.addrs[i]
-		})
-	}
-	wg.Wait()
-	st.tally()
-	return st
-}
+// readersKey returns the name of key's readers: a sorted set of "<owner>
+// <hold>" members, each scored by the end of its lease in the node's
+// milliseconds. It is the library's KeyNames.Readers.
+func readersKey(prefix, key string) string { return redlock.Keys(prefix, key).Lock + ":readers" }
 
-// queryNode reads one node's view of the lock in one round trip.
-func queryNode(ctx context.Context, rdb *redis.Client, lockKey, fenceKey string) nodeStatus {
-	pipe := rdb.Pipeline()
-	owner := pipe.HGet(ctx, lockKey, "owner")
-	pttl := pipe.Do(ctx, "PTTL", lockKey)
-	hlen := pipe.HLen(ctx, lockKey)
-	fence := pipe.Get(ctx, fenceKey)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nodeStatus{Error: err.Error()}
-	}
-	ns := nodeStatus{Reachable: true, Owner: owner.Val()}
-	ns.Fence, _ = fence.Int64() // absent: 0
-	if ns.Owner != "" {
-		ns.TTLMillis, _ = pttl.Int64()
-		ns.Holds = hlen.Val() - 1 // every field but "owner"
-	}
-	return ns
-}
+const statusUsage = `Usage: quorumlock status --nodes host:port,... --key K [--limit N] [--json]
 
-// tally counts the reachable nodes and the owner held on most of them.
-func (st *lockStatus) tally() {
-	counts := map[string]int{}
-	for _, n := range st.Nodes {
-		if n.Reachable {
-			st.Reachable++
-		}
-		if n.Owner != "" {
-			counts[n.Owner]++
-		}
-	}
-	for owner, k := range counts {
-		if k > st.Holders || (k == st.Holders && owner < st.Owner) {
-			st.Owner, st.Holders = owner, k
-		}
-	}
-	st.Held = st.Holders >= st.Need
-}
+Show what each node holds for lock K: the writer's owner value, its remaining
+TTL, its number of holds and the fencing counter (the last token the node
+issued); the readers whose lease has not ended (run --read); whether the
+node answered; and whether a majority of nodes holds the same owner, which
+is when the lock is held. Readers count as holding K when a majority of
+nodes has them.
 
-const statusUsage = `Usage: quorumlock status --nodes host:port,... --key K [--json]
+With --limit N, also show the semaphore of name K that run --limit N
+holds: the limit its holders were granted with and the waiters in line on
+each node, then for each permit 0 to N-1 each node's owner, TTL, holds and
+fencing counter, and whether a majority holds the permit.
 
-Show what each node holds for lock K: the holder's owner value, the remaining
-TTL, the number of holds, and the fencing counter (the last token the node
-issued); whether the node answered; and whether a majority of nodes holds the
-same owner, which is when the lock is held. Each node is queried in parallel
-under --timeout.
+Each node is queried in one round trip, all in parallel, under --timeout.
 
 Flags:
 {{flags}}
@@ -163,4 +149,11 @@ Exit status:
 Examples:
   quorumlock status --nodes r1:6379,r2:6379,r3:6379 --key nightly-report
   quorumlock status --key nightly-report --json | jq .held
+
+  # Who reads the schema now (run --key schema --read)?
+  quorumlock status --key schema --json | jq .readers
+
+  # Which of the four encoder permits are taken, and how many wait?
+  quorumlock status --key encoder --limit 4
+  quorumlock status --key encoder --limit 4 --json | jq '.semaphore.held, .semaphore.nodes[].waiters'
 `

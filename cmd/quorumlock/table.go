@@ -13,23 +13,29 @@ func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 }
 
-// printStatus writes st as one line per node and a verdict.
+// printStatus writes st as one line per node, a verdict on the writer, the
+// readers, and with --limit the semaphore.
 func printStatus(w io.Writer, st *lockStatus) error {
 	fmt.Fprintf(w, "lock %s (fence %s)\n", st.LockKey, st.FenceKey)
 	tw := newTable(w)
-	fmt.Fprintln(tw, "NODE\tSTATE\tOWNER\tTTL\tHOLDS\tFENCE\tERROR")
+	fmt.Fprintln(tw, "NODE\tSTATE\tOWNER\tTTL\tHOLDS\tFENCE\tREADERS\tERROR")
 	for _, n := range st.Nodes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Addr, nodeState(&n), orDash(n.Owner),
-			ttlText(&n), countText(n.Owner != "", n.Holds), countText(n.Reachable, n.Fence), orDash(n.Error))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Addr, nodeState(&n.holderStatus), orDash(n.Owner),
+			ttlText(&n.holderStatus), countText(n.Owner != "", n.Holds), countText(n.Reachable, n.Fence),
+			countText(n.Reachable, int64(n.Readers)), orDash(n.Error))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, verdict(st))
-	return err
+	fmt.Fprintln(w, verdict(st.agreement, st))
+	_, err := fmt.Fprintf(w, "readers: %d on a majority of nodes (%s)\n", st.Readers, st.ReadersKey)
+	if err != nil || st.Semaphore == nil {
+		return err
+	}
+	return printSemaphore(w, st.Semaphore, st)
 }
 
-func nodeState(n *nodeStatus) string {
+func nodeState(n *holderStatus) string {
 	switch {
 	case !n.Reachable:
 		return "error"
@@ -39,21 +45,22 @@ func nodeState(n *nodeStatus) string {
 	return "held"
 }
 
-// verdict says in one line whether a majority holds the lock.
-func verdict(st *lockStatus) string {
+// verdict says in one line whether a majority holds a lock of st's nodes
+// (the key's, or a permit), as a says.
+func verdict(a agreement, st *lockStatus) string {
 	n := len(st.Nodes)
 	switch {
-	case st.Held:
-		return fmt.Sprintf("held: owner %s on %d of %d nodes (a majority is %d)", st.Owner, st.Holders, n, st.Need)
+	case a.Held:
+		return fmt.Sprintf("held: owner %s on %d of %d nodes (a majority is %d)", a.Owner, a.Holders, n, st.Need)
 	case st.Reachable < st.Need:
 		return fmt.Sprintf("unknown: only %d of %d nodes answered (a majority is %d)", st.Reachable, n, st.Need)
-	case st.Holders > 0:
-		return fmt.Sprintf("not held: owner %s on only %d of %d nodes (a majority is %d)", st.Owner, st.Holders, n, st.Need)
+	case a.Holders > 0:
+		return fmt.Sprintf("not held: owner %s on only %d of %d nodes (a majority is %d)", a.Owner, a.Holders, n, st.Need)
 	}
 	return fmt.Sprintf("free: no node holds the lock (%d of %d nodes answered)", st.Reachable, n)
 }
 
-func ttlText(n *nodeStatus) string {
+func ttlText(n *holderStatus) string {
 	switch {
 	case n.Owner == "":
 		return "-"

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/redlock"
+)
+
+// A semaphore is the view over all nodes of the permits of one name, as
+// run --limit (the library's Acquire) holds them.
+type semaphore struct {
+	Name     string          `json:"name"`
+	Limit    int             `json:"limit"` // as given by --limit
+	LimitKey string          `json:"limit_key"`
+	QueueKey string          `json:"queue_key"`
+	Nodes    []semaphoreNode `json:"nodes"`
+	Permits  []permitStatus  `json:"permits"`
+	Held     int             `json:"held"` // permits held on a majority
+}
+
+// A semaphoreNode is what one node says about a semaphore as a whole.
+type semaphoreNode struct {
+	Addr      string `json:"addr"`
+	Reachable bool   `json:"reachable"`
+	Error     string `json:"error,omitempty"`
+	Limit     int64  `json:"limit"`   // the limit its holders were granted with here; 0 when none is recorded
+	Waiters   int64  `json:"waiters"` // waiters in line here: live ones, and any whose lease ended since the last attempt
+}
+
+// A permitStatus is the view of one permit over all nodes.
+type permitStatus struct {
+	Permit   int            `json:"permit"`
+	LockKey  string         `json:"lock_key"`
+	FenceKey string         `json:"fence_key"`
+	Nodes    []holderStatus `json:"nodes"`
+	agreement
+}
+
+// newSemaphore returns the empty view of limit permits of name on n nodes.
+func newSemaphore(prefix, name string, limit, n int) *semaphore {
+	s := &semaphore{Name: name, Limit: limit, LimitKey: redlock.LimitKey(prefix, name),
+		QueueKey: redlock.PermitKeys(prefix, name, 0).Queue,
+		Nodes:    make([]semaphoreNode, n), Permits: make([]permitStatus, limit)}
+	for i := range s.Permits {
+		names := redlock.PermitKeys(prefix, name, i)
+		s.Permits[i] = permitStatus{Permit: i, LockKey: names.Lock, FenceKey: names.Fence, Nodes: make([]holderStatus, n)}
+	}
+	return s
+}
+
+// queue adds node n's commands to pipe. It returns what reads their
+// answers, once the pipeline ran without error.
+func (s *semaphore) queue(ctx context.Context, pipe redis.Pipeliner, n int) func() {
+	limit := pipe.Get(ctx, s.LimitKey)
+	waiters := pipe.ZCard(ctx, s.QueueKey)
+	permits := make([]holderQuery, len(s.Permits))
+	for i, p := range s.Permits {
+		permits[i] = queueHolder(ctx, pipe, p.LockKey, p.FenceKey)
+	}
+	return func() {
+		node := &s.Nodes[n]
+		node.Reachable = true
+		node.Limit, _ = limit.Int64() // absent: 0
+		node.Waiters = waiters.Val()
+		for i, q := range permits {
+			s.Permits[i].Nodes[n] = q.status()
+		}
+	}
+}
+
+// failed records that node n did not answer.
+func (s *semaphore) failed(n int, err error) {
+	s.Nodes[n] = semaphoreNode{Error: err.Error()}
+	for i := range s.Permits {
+		s.Permits[i].Nodes[n] = holderStatus{Error: err.Error()}
+	}
+}
+
+// setAddr names node n in every view of it.
+func (s *semaphore) setAddr(n int, addr string) {
+	s.Nodes[n].Addr = addr
+	for i := range s.Permits {
+		s.Permits[i].Nodes[n].Addr = addr
+	}
+}
+
+// tally finds each permit's holder and counts the permits held.
+func (s *semaphore) tally(need int) {
+	for i := range s.Permits {
+		p := &s.Permits[i]
+		owners := make([]string, len(p.Nodes))
+		for n, h := range p.Nodes {
+			owners[n] = h.Owner
+		}
+		p.agreement = agree(owners, need)
+		if p.Held {
+			s.Held++
+		}
+	}
+}
+
+// printSemaphore writes s as a line per node, a line per permit and node,
+// and a verdict per permit; st is the status s is part of.
+func printSemaphore(w io.Writer, s *semaphore, st *lockStatus) error {
+	fmt.Fprintf(w, "\nsemaphore %q, limit %d: %d of %d permits held (limit %s, waiters %s)\n",
+		s.Name, s.Limit, s.Held, s.Limit, s.LimitKey, s.QueueKey)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "NODE\tLIMIT\tWAITERS")
+	for _, n := range s.Nodes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Addr, countText(n.Reachable && n.Limit > 0, n.Limit), countText(n.Reachable, n.Waiters))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = newTable(w)
+	fmt.Fprintln(tw, "PERMIT\tNODE\tSTATE\tOWNER\tTTL\tHOLDS\tFENCE")
+	for _, p := range s.Permits {
+		for _, n := range p.Nodes {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Permit, n.Addr, nodeState(&n), orDash(n.Owner),
+				ttlText(&n), countText(n.Owner != "", n.Holds), countText(n.Reachable, n.Fence))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, p := range s.Permits {
+		if _, err := fmt.Fprintf(w, "permit %d: %s\n", p.Permit, verdict(p.agreement, st)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

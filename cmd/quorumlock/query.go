@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/quorum"
+	"github.com/seed818c56a1/quorumlock/redlock"
+)
+
+// query asks every node in parallel, each in one round trip under
+// --timeout, and tallies.
+func query(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
+	names := redlock.Keys(f.prefix, f.key)
+	n := len(ns.clients)
+	st := &lockStatus{Key: f.key, LockKey: names.Lock, FenceKey: names.Fence, ReadersKey: readersKey(f.prefix, f.key),
+		Nodes: make([]nodeStatus, n), Need: quorum.Majority(n)}
+	if f.limit > 0 {
+		st.Semaphore = newSemaphore(f.prefix, f.key, f.limit, n)
+	}
+	var wg sync.WaitGroup
+	for i, rdb := range ns.clients {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, f.timeout)
+			defer cancel()
+			st.queryNode(ctx, rdb, i)
+			st.setAddr(i, ns.addrs[i])
+		})
+	}
+	wg.Wait()
+	st.tally()
+	return st
+}
+
+// queryNode reads node i's view of the key, and of its semaphore, in one
+// pipeline.
+func (st *lockStatus) queryNode(ctx context.Context, rdb *redis.Client, i int) {
+	pipe := rdb.Pipeline()
+	writer := queueHolder(ctx, pipe, st.LockKey, st.FenceKey)
+	now := pipe.Time(ctx)
+	readers := pipe.ZRangeWithScores(ctx, st.ReadersKey, 0, -1)
+	var permits func()
+	if st.Semaphore != nil {
+		permits = st.Semaphore.queue(ctx, pipe, i)
+	}
+	cmds, err := pipe.Exec(ctx)
+	if err == nil || errors.Is(err, redis.Nil) {
+		err = firstError(cmds)
+	}
+	if err != nil {
+		st.failed(i, err)
+		return
+	}
+	st.Nodes[i].holderStatus = writer.status()
+	st.Nodes[i].readers = liveReaders(readers.Val(), now.Val())
+	st.Nodes[i].Readers = len(st.Nodes[i].readers)
+	if permits != nil {
+		permits()
+	}
+}
+
+// firstError returns the first error of cmds but redis.Nil, an absent
+// key's answer: Exec reports only the first error, and a redis.Nil may hide
+// a later one.
+func firstError(cmds []redis.Cmder) error {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+	}
+	return nil
+}
+
+// failed records that node i did not answer.
+func (st *lockStatus) failed(i int, err error) {
+	st.Nodes[i].holderStatus = holderStatus{Error: err.Error()}
+	if st.Semaphore != nil {
+		st.Semaphore.failed(i, err)
+	}
+}
+
+// setAddr names node i in every view of it.
+func (st *lockStatus) setAddr(i int, addr string) {
+	st.Nodes[i].Addr = addr
+	if st.Semaphore != nil {
+		st.Semaphore.setAddr(i, addr)
+	}
+}
+
+// A holderQuery is one lock's commands in a node's pipeline.
+type holderQuery struct {
+	owner *redis.StringCmd
+	pttl  *redis.Cmd
+	hlen  *redis.IntCmd
+	fence *redis.StringCmd
+}
+
+func queueHolder(ctx context.Context, pipe redis.Pipeliner, lockKey, fenceKey string) holderQuery {
+	return holderQuery{
+		owner: pipe.HGet(ctx, lockKey, "owner"),
+		pttl:  pipe.Do(ctx, "PTTL", lockKey),
+		hlen:  pipe.HLen(ctx, lockKey),
+		fence: pipe.Get(ctx, fenceKey),
+	}
+}
+
+// status reads the answers, once the pipeline ran without error.
+func (q holderQuery) status() holderStatus {
+	hs := holderStatus{Reachable: true, Owner: q.owner.Val()}
+	hs.Fence, _ = q.fence.Int64() // absent: 0
+	if hs.Owner != "" {
+		hs.TTLMillis, _ = q.pttl.Int64()
+		hs.Holds = q.hlen.Val() - 1 // every field but "owner"
+	}
+	return hs
+}
+
+// liveReaders returns the members whose lease ends after now, the node's
+// time.
+func liveReaders(members []redis.Z, now time.Time) []string {
+	var live []string
+	for _, z := range members {
+		if z.Score > float64(now.UnixMilli()) {
+			live = append(live, fmt.Sprint(z.Member))
+		}
+	}
+	return live
+}
+
+// tally counts the reachable nodes, the writer held on most of them, the
+// readers held on a majority, and the semaphore's permits.
+func (st *lockStatus) tally() {
+	owners := make([]string, len(st.Nodes))
+	readers := map[string]int{}
+	for i, n := range st.Nodes {
+		if n.Reachable {
+			st.Reachable++
+		}
+		owners[i] = n.Owner
+		for _, r := range n.readers {
+			readers[r]++
+		}
+	}
+	st.agreement = agree(owners, st.Need)
+	for _, k := range readers {
+		if k >= st.Need {
+			st.Readers++
+		}
+	}
+	if st.Semaphore != nil {
+		st.Semaphore.tally(st.Need)
+	}
+}
+
+// agree returns the owner most of owners name ("" is free), ties going to
+// the smallest, and whether need of them name it.
+func agree(owners []string, need int) agreement {
+	counts := map[string]int{}
+	for _, o := range owners {
+		if o != "" {
+			counts[o]++
+		}
+	}
+	var a agreement
+	for owner, k := range counts {
+		if k > a.Holders || (k == a.Holders && owner < a.Owner) {
+			a.Owner, a.Holders = owner, k
+		}
+	}
+	a.Held = a.Holders >= need
+	return a
+}
