@@ -224,8 +224,6 @@ func TestSharedHoldsNotBuiltYetSayUnsupported(t *testing.T) {
 	c, nodes, _ := lab(t, 3)
 	ctx := ctxFor(t, 10*time.Second)
 	for name, call := range map[string]func() (*redlock.Lock, error){
-		"RLock":      func() (*redlock.Lock, error) { return c.RLock(ctx, "r") },
-		"TryRLock":   func() (*redlock.Lock, error) { return c.TryRLock(ctx, "r") },
 		"Acquire":    func() (*redlock.Lock, error) { return c.Acquire(ctx, "s", 2) },
 		"TryAcquire": func() (*redlock.Lock, error) { return c.TryAcquire(ctx, "s", 2) },
 	} {
