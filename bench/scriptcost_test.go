@@ -59,11 +59,13 @@ func libraryScripts(t testing.TB) (bySHA map[string]string, src map[string]strin
 	}
 	start := read("start")
 	src = map[string]string{
-		"acquire": start + read("acquire"),
-		"extend":  start + read("extend"),
-		"release": read("release"),
-		"fence":   read("fence"),
-		"leave":   read("leave"),
+		"acquire":  start + read("acquire"),
+		"racquire": start + read("racquire"),
+		"extend":   start + read("extend"),
+		"release":  read("release"),
+		"rrelease": read("rrelease"),
+		"fence":    read("fence"),
+		"leave":    read("leave"),
 	}
 	bySHA = map[string]string{}
 	for name, s := range src {
@@ -481,10 +483,14 @@ func TestScriptLadder(t *testing.T) {
 		sha[src] = s
 		return s
 	}
-	// The lock's keys as the library names them.
+	// The lock's keys as the library names them: release.lua's four, and
+	// acquire.lua's five (the readers too).
 	lockKeys := func(k string) []string {
 		ks := redlock.Keys(redlock.DefaultPrefix, k)
 		return []string{ks.Lock, ks.Fence, ks.Queue, ks.Leases}
+	}
+	acquireKeys := func(k string) []string {
+		return append(lockKeys(k), redlock.Keys(redlock.DefaultPrefix, k).Readers)
 	}
 	fenceKey := func(k string) []string { return []string{redlock.Keys(redlock.DefaultPrefix, k).Fence} }
 	evalsha := func(src string, keysOf func(k string) []string, args func(i int) []any) func(redis.Pipeliner, int, []string) {
@@ -531,7 +537,7 @@ return 1`
 		for lo := 0; lo < len(keys); lo += 50 {
 			cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 				for _, k := range keys[lo:min(lo+50, len(keys))] {
-					p.EvalSha(ctx, s, lockKeys(k), acquireArgs("")(0)...)
+					p.EvalSha(ctx, s, acquireKeys(k), acquireArgs("")(0)...)
 				}
 				return nil
 			})
@@ -573,8 +579,8 @@ return 1`
 			args := []any{"1", retention, lastsave}
 			for _, k := range keys[i*per : (i+1)*per] {
 				names := redlock.Keys(redlock.DefaultPrefix, k)
-				ks = append(ks, names.Lock, names.Fence)
-				args = append(args, "owner", "h1", ttl, tokens[k])
+				ks = append(ks, names.Lock, names.Fence, names.Readers)
+				args = append(args, "w", "owner", "h1", ttl, tokens[k])
 			}
 			p.EvalSha(ctx, s, ks, args...)
 		}
@@ -595,11 +601,11 @@ return 1`
 		{name: "  + clock-derived token (TIME, max)", stat: "evalsha",
 			call: evalsha(queueCheck+hashLock+clockTokn, lockKeys, acquireArgs(""))},
 		{name: "library acquire.lua, restart detection off", stat: "evalsha",
-			call: evalsha(lib["acquire"], lockKeys, acquireArgs(""))},
+			call: evalsha(lib["acquire"], acquireKeys, acquireArgs(""))},
 		{name: "library acquire.lua, restart detection on (LASTSAVE)", stat: "evalsha",
-			call: evalsha(lib["acquire"], lockKeys, acquireArgs(lastsave))},
+			call: evalsha(lib["acquire"], acquireKeys, acquireArgs(lastsave))},
 		{name: "library acquire.lua, first grant to a fresh client (INFO)", stat: "evalsha",
-			call: evalsha(lib["acquire"], lockKeys, acquireArgs("?"))},
+			call: evalsha(lib["acquire"], acquireKeys, acquireArgs("?"))},
 		{name: "release: plain DEL (the floor)", stat: "del", prepare: strings_,
 			call: func(p redis.Pipeliner, i int, keys []string) { p.Del(ctx, keys[i]) }},
 		{name: "release: Lua GET compare DEL (redsync's)", stat: "evalsha", prepare: strings_,

@@ -36,9 +36,9 @@ type Hold struct {
 	// limit holds of a name overlap (Report.MostAtOnce).
 	Name string
 
-	Start  time.Duration // when Lock (or TryLock) returned the lock
-	End    time.Duration // when the holder stopped its work: Unlock called, or the loss signalled
-	Until  time.Duration // end of validity (Until()) when the hold ended
+	Start time.Duration // when Lock (or TryLock) returned the lock
+	End   time.Duration // when the holder stopped its work: Unlock called, or the loss signalled
+	Until time.Duration // end of validity (Until()) when the hold ended
 
 	// Lost is set when the library signalled the loss (Done closed with
 	// ErrLockLost or ErrClosed) before the holder stopped; LossAt is when

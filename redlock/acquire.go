@@ -20,11 +20,11 @@ import (
 // attempt is undone on every node that may have granted it — including those
 // that did not answer in time — in the background, detached from ctx.
 func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
-	return c.tryLock(ctx, []string{key}, opts)
+	return c.tryLock(ctx, []string{key}, opts, writer)
 }
 
-// tryLock is TryLock of every key of keys at once.
-func (c *Client) tryLock(ctx context.Context, keys []string, opts []Option) (*Lock, error) {
+// tryLock is TryLock of every key of keys at once, for a holding of kind.
+func (c *Client) tryLock(ctx context.Context, keys []string, opts []Option, kind holdKind) (*Lock, error) {
 	cfg, err := c.enter(keys, opts)
 	if err != nil {
 		return nil, err
@@ -34,7 +34,7 @@ func (c *Client) tryLock(ctx context.Context, keys []string, opts []Option) (*Lo
 		return nil, errors.Join(err, ErrNotObtained)
 	}
 	ctx, done := c.observe(ctx, strings.Join(keys, ","), false)
-	l, _, err := c.attempt(ctx, keys, newKeysets(cfg.prefix, keys), &cfg, cfg.identity(), "", nil)
+	l, _, err := c.attempt(ctx, keys, newKeysets(cfg.prefix, keys), &cfg, cfg.identity(kind), "", nil)
 	done(l, err)
 	return l, err
 }
@@ -63,11 +63,11 @@ func (c *Client) observe(ctx context.Context, key string, wait bool) (context.Co
 // context.DeadlineExceeded after the maximum wait), and errors.As gives the
 // last attempt's *QuorumError.
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
-	return c.lock(ctx, []string{key}, opts)
+	return c.lock(ctx, []string{key}, opts, writer)
 }
 
-// lock is Lock of every key of keys at once.
-func (c *Client) lock(ctx context.Context, keys []string, opts []Option) (*Lock, error) {
+// lock is Lock of every key of keys at once, for a holding of kind.
+func (c *Client) lock(ctx context.Context, keys []string, opts []Option, kind holdKind) (*Lock, error) {
 	cfg, err := c.enter(keys, opts)
 	if err != nil {
 		return nil, err
@@ -79,16 +79,16 @@ func (c *Client) lock(ctx context.Context, keys []string, opts []Option) (*Lock,
 		defer cancel()
 	}
 	ctx, done := c.observe(ctx, strings.Join(keys, ","), true)
-	l, err := c.wait(ctx, keys, &cfg)
+	l, err := c.wait(ctx, keys, &cfg, kind)
 	done(l, err)
 	return l, err
 }
 
 // wait makes attempts on keys, in line on each, until one succeeds or ctx
 // ends. A waiter for several keys listens on every key's channel.
-func (c *Client) wait(ctx context.Context, keys []string, cfg *config) (*Lock, error) {
+func (c *Client) wait(ctx context.Context, keys []string, cfg *config, kind holdKind) (*Lock, error) {
 	kss := newKeysets(cfg.prefix, keys)
-	id := cfg.identity() // one owner for every attempt: a late grant is ours
+	id := cfg.identity(kind) // one owner for every attempt: a late grant is ours
 	ticket := strconv.FormatInt(cfg.clock.Now().UnixMilli(), 10)
 	b := cfg.backoff()
 	var wake <-chan struct{}
@@ -108,7 +108,7 @@ func (c *Client) wait(ctx context.Context, keys []string, cfg *config) (*Lock, e
 		last = err
 		if wake == nil {
 			var stop func()
-			wake, stop = c.bell.listen(kss.channels(), id.owner)
+			wake, stop = c.bell.listen(kss.channels(), id.waiter())
 			defer stop()
 		}
 		delay := b.NextBackOff()
@@ -155,17 +155,39 @@ func (cfg *config) backoff() *backoff.ExponentialBackOff {
 
 // identity is what a lock's value on the nodes is made of: the owner, shared
 // by every attempt of one acquisition (or by every acquisition of a
-// WithOwner owner), and the hold of one attempt.
+// WithOwner owner), the hold of one attempt, and the kind of holding.
 type identity struct {
 	owner, hold string
 	reentrant   bool // the owner was given: Unlock drops only its own hold
+	kind        holdKind
 }
 
-func (cfg *config) identity() identity {
+// A holdKind says whom a holding excludes.
+type holdKind uint8
+
+const (
+	writer holdKind = iota // Lock, TryLock, LockMany: everyone
+	reader                 // RLock, TryRLock: writers only
+)
+
+func (cfg *config) identity(kind holdKind) identity {
 	if cfg.owner != "" {
-		return identity{owner: cfg.owner, reentrant: true}
+		return identity{owner: cfg.owner, reentrant: true, kind: kind}
 	}
-	return identity{owner: rand.Text()}
+	return identity{owner: rand.Text(), kind: kind}
+}
+
+// readerMark starts a reader's member of the waiters' queues.
+const readerMark = "r:"
+
+// waiter is id's member of the waiters' queues, and what a wake-up names it
+// by: its owner, or "r:<owner>" for a reader — so that a waiter is known as
+// a reader or a writer, and an owner's reader and writer are two waiters.
+func (id identity) waiter() string {
+	if id.kind == reader {
+		return readerMark + id.owner
+	}
+	return id.owner
 }
 
 // enter checks keys and applies opts over the Client's defaults, then

@@ -3,11 +3,15 @@
 -- otherwise grant none. One key is a Lock; several are a LockMany, which
 -- takes all of them or none in this one call, so that callers with
 -- overlapping sets never hold part of one and wait for the rest.
--- KEYS, per lock (4 each):
+-- KEYS, per lock (5 each):
 --   the lock: a hash with field "owner" and one field "h:<hold>" per hold,
 --   the fencing counter,
---   the waiters' queue: a sorted set of owners by ticket (first attempt time),
---   the waiters' leases: a sorted set of owners by lease end (server ms).
+--   the waiters' queue: a sorted set of owners by ticket (first attempt time)
+--   — readers (racquire.lua) wait in it too, as "r:<owner>",
+--   the waiters' leases: a sorted set of owners by lease end (server ms),
+--   the readers: a sorted set of "<owner> <hold>" by lease end (server ms).
+-- A writer is blocked by every live reader, its own owner's too (as
+-- sync.RWMutex: a reader that asks to write waits for itself).
 -- ARGV[1] owner, ARGV[2] hold id, ARGV[3] TTL in ms,
 -- ARGV[4] ticket ("" for a one-shot attempt, which never queues), ARGV[5] queue lease in ms,
 -- ARGV[6] the fencing state's retention in ms.
@@ -16,8 +20,8 @@
 -- Returns {1, token per lock...} when granted, followed by start_info's
 -- fields when the grant must say when its node started (start.lua); {0,
 -- remaining TTL in ms} when refused: the longest among the locks held by
--- others (0 when they are free but a waiter is ahead).
-local n = #KEYS / 4
+-- others or the readers' longest (0 when they are free but a waiter is ahead).
+local n = #KEYS / 5
 local hold = 'h:' .. ARGV[2]
 
 local function now_ms()
@@ -27,7 +31,7 @@ end
 
 local function wait_in_line(i)
   if ARGV[4] == '' then return end
-  local queue, leases = KEYS[4 * i - 1], KEYS[4 * i]
+  local queue, leases = KEYS[5 * i - 2], KEYS[5 * i - 1]
   local lease = now_ms() + tonumber(ARGV[5])
   redis.call('ZADD', queue, 'NX', ARGV[4], ARGV[1])
   redis.call('ZADD', leases, lease, ARGV[1])
@@ -35,13 +39,21 @@ local function wait_in_line(i)
   redis.call('PEXPIRE', leases, ARGV[5])
 end
 
--- blocked says whether lock i stops the grant: held by another owner, or
--- free with a live waiter ahead of us; and the holder's remaining lease.
+-- blocked says whether lock i stops the grant: held by another owner, read
+-- by a live reader, or free with a live waiter ahead of us; and the
+-- holder's (or the readers' longest) remaining lease.
 local function blocked(i)
-  local lock, queue, leases = KEYS[4 * i - 3], KEYS[4 * i - 1], KEYS[4 * i]
+  local lock, queue, leases, readers = KEYS[5 * i - 4], KEYS[5 * i - 2], KEYS[5 * i - 1], KEYS[5 * i]
   local owner = redis.call('HGET', lock, 'owner')
   if owner == ARGV[1] then return false, 0 end
   if owner then return true, redis.call('PTTL', lock) end
+  if redis.call('EXISTS', readers) == 1 then
+    -- Readers whose lease ran out are gone (Redis has no per-member TTL).
+    local now = now_ms()
+    redis.call('ZREMRANGEBYSCORE', readers, '-inf', now)
+    local last = redis.call('ZRANGE', readers, -1, -1, 'WITHSCORES')
+    if last[2] then return true, tonumber(last[2]) - now end
+  end
   if redis.call('EXISTS', queue) == 1 then
     -- Forget waiters whose lease ran out (they gave up or crashed).
     local dead = redis.call('ZRANGEBYSCORE', leases, '-inf', now_ms())
@@ -67,7 +79,7 @@ if refused then
   -- same way, so the oldest waiter is first on all of its locks and waits
   -- only for holders, never for another waiter (no deadlock).
   for i = 1, n do
-    if redis.call('HGET', KEYS[4 * i - 3], 'owner') ~= ARGV[1] then wait_in_line(i) end
+    if redis.call('HGET', KEYS[5 * i - 4], 'owner') ~= ARGV[1] then wait_in_line(i) end
   end
   return {0, pttl}
 end
@@ -75,7 +87,7 @@ end
 local t = redis.call('TIME')
 local out = {1}
 for i = 1, n do
-  local lock, fence = KEYS[4 * i - 3], KEYS[4 * i - 2]
+  local lock, fence = KEYS[5 * i - 4], KEYS[5 * i - 3]
   if redis.call('HGET', lock, 'owner') == ARGV[1] then
     -- A re-sent attempt (its reply was lost) or a nested hold of the same
     -- owner: the same hold id is the same field, so a re-send never counts

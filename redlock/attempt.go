@@ -79,10 +79,15 @@ func (c *Client) attempt(ctx context.Context, keys []string, kss keysets, cfg *c
 	return nil, retryHint(&t), quorumError(c, "lock", key, ErrNotObtained, &t)
 }
 
-// acquireCalls returns each node's acquire.lua call: with restart detection
-// on, each carries the node's LASTSAVE as this Client last saw it.
+// acquireCalls returns each node's acquire.lua call — racquire.lua's for a
+// reader: with restart detection on, each carries the node's LASTSAVE as
+// this Client last saw it.
 func (c *Client) acquireCalls(kss keysets, cfg *config, id identity, ticket string) []*scriptCall {
-	base := newScriptCall(acquireScript, kss.lockKeys(), id.owner, id.hold,
+	s := acquireScript
+	if id.kind == reader {
+		s = racquireScript
+	}
+	base := newScriptCall(s, kss.acquireKeys(), id.owner, id.hold,
 		cfg.ttl.Milliseconds(), ticket, cfg.queueLease().Milliseconds(), cfg.retention.Milliseconds(), "")
 	calls := make([]*scriptCall, len(c.nodes))
 	for n, node := range c.nodes {

@@ -47,7 +47,8 @@
 // # What is promised, and under which assumptions
 //
 // While Err() is nil and the local clock is before Until(), no other Client
-// holds the same key. This rests on the assumptions of Redlock itself:
+// holds the same key — for a reader (RLock), no writer does. This rests on
+// the assumptions of Redlock itself:
 //
 //   - The masters are independent: no replication between them (a replica
 //     promoted after a failover may lack the key), and not the same server
@@ -109,6 +110,37 @@
 // (two sorted-set writes), and while anyone waits, TryLock is refused even on
 // a free lock — it may not jump the queue.
 //
+// # Readers and writers
+//
+// RLock takes a shared hold of a key: any number of readers hold it at
+// once, or one writer (Lock, TryLock, LockMany). On a node a reader is a
+// member of the key's readers set, scored by its lease end in the node's
+// milliseconds; a writer's grant there needs no live reader, a reader's
+// needs no writer's lock. Safety is the lock's argument once more: each
+// holding needs a majority, any two majorities share a node, and that node
+// cannot have granted both while both leases run. A reader's lease on a node
+// is the TTL, counted by the node's clock as a lock's expiry is, and its
+// validity, renewal, loss and release are a lock's: Done closes before
+// Until when it is lost.
+//
+// Readers wait in the same line as writers, by the same tickets (as
+// "r:<owner>"): a reader is granted only when no writer waits ahead of it
+// (TryRLock: when no writer waits at all), a writer only when it is first in
+// line and no reader holds. So a writer is not starved by a stream of
+// readers: each reader that asks after the writer took its ticket waits
+// behind it, and the writer waits only for the readers holding or in line
+// before it — each reader asks for one hold at a time, so at most one hold
+// per reader — as long as its clients' clocks, which order the tickets,
+// roughly agree. A writer's Unlock wakes every reader waiting behind it at
+// once (its announcement names no one); the last reader's Unlock wakes the
+// writer first in line. A waiting reader, granted, keeps its place until
+// Unlock, as a writer does, so that a grant undone after the attempt failed
+// elsewhere leaves it first there next time.
+//
+// An owner's readers and writer are not one holder: with WithOwner, asking
+// to write while holding a read — or to read while writing — waits for
+// oneself, as with sync.RWMutex.
+//
 // # Reentrancy
 //
 // Locks are not reentrant unless an owner is named with WithOwner: then
@@ -143,6 +175,16 @@
 // add to the lock's. With restart detection off and
 // immediate empty restarts, neither the lock nor the order of tokens is
 // promised.
+//
+// A reader issues no token: its Token is the largest counter among its
+// grants, written back to them as a writer's is. That is at least the token
+// of every writer that released the key before it: the reader's majority
+// meets the one that writer's token was written back to, at a node that
+// granted the reader only after that writer's lock there was gone. And
+// every later writer's token is larger than it, by the argument above: the
+// later writer's majority meets the reader's, at a node whose counter
+// already held the reader's token when it granted the writer, since it did
+// so only once the reader's lease there had ended.
 //
 // Tokens are large numbers (about 1.8e15 today) and not consecutive: a store
 // should compare them, never count them.
@@ -189,11 +231,13 @@
 // # Keys
 //
 // A key is at most MaxKeyLen bytes. On a node it becomes <prefix>{key} and
-// its siblings (:fence, :queue, :leases, and the :free channel), one hash
-// tag, so that a node may be a Redis Cluster; a key containing '}' is escaped
-// inside the braces (see Keys), so every key works there. Every key the
-// library writes expires: the lock with its lease, the waiters' queue with
-// the waiters' leases, the fencing counter with its retention.
+// its siblings (:fence, :queue, :leases, :readers, and the :free channel),
+// one hash tag, so that a node may be a Redis Cluster; a key containing '}'
+// is escaped inside the braces (see Keys), so every key works there. Every
+// key the library writes expires: the lock with its lease, the waiters'
+// queue with the waiters' leases, the readers with the longest reader's
+// lease (Redis 7.0 has no TTL per member: a reader is scored by its lease
+// end, and dropped once it passed), the fencing counter with its retention.
 //
 // # Errors
 //

@@ -166,3 +166,45 @@ func ExampleClient_TryAcquire() {
 	// unlock: <nil>
 	// third again: <nil> true true
 }
+
+// Readers share a key, a writer excludes them, and a reader carries the
+// token of the writer before it.
+func Example_readersAndWriters() {
+	nodes, _, stop := embedded()
+	defer stop()
+	locks, err := redlock.New(nodes, redlock.WithAutoRenew(false),
+		redlock.WithNodeTimeout(250*time.Millisecond), redlock.WithRestartGuard(0))
+	if err != nil {
+		panic(err)
+	}
+	defer locks.Close()
+	ctx := context.Background()
+
+	a, errA := locks.RLock(ctx, "prices")
+	b, errB := locks.RLock(ctx, "prices")
+	fmt.Println("two readers at once:", errA == nil && errB == nil)
+	_, err = locks.TryLock(ctx, "prices")
+	fmt.Println("a writer while they read:", errors.Is(err, redlock.ErrNotObtained))
+	a.Unlock(ctx)
+	b.Unlock(ctx)
+
+	w, err := locks.Lock(ctx, "prices")
+	if err != nil {
+		panic(err)
+	}
+	_, err = locks.TryRLock(ctx, "prices")
+	fmt.Println("a reader while it writes:", errors.Is(err, redlock.ErrNotObtained))
+	w.Unlock(ctx)
+
+	r, err := locks.RLock(ctx, "prices")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("the reader's token is at least the writer's:", r.Token() >= w.Token())
+	r.Unlock(ctx)
+	// Output:
+	// two readers at once: true
+	// a writer while they read: true
+	// a reader while it writes: true
+	// the reader's token is at least the writer's: true
+}

@@ -158,20 +158,25 @@ func (nd *node) groups(locks []*Lock) [][]int {
 	return out
 }
 
-// extendCall is extend.lua's call for the locks at indexes group.
+// extendCall is extend.lua's call for the locks at indexes group, writers
+// and readers alike.
 func extendCall(locks []*Lock, group []int, repair bool, last string) *scriptCall {
-	keys := make([]string, 0, 2*len(group))
+	keys := make([]string, 0, 3*len(group))
 	mode := "0"
 	if repair {
 		mode = "1"
 	}
-	args := make([]any, 0, 3+4*len(group))
+	args := make([]any, 0, 3+5*len(group))
 	args = append(args, mode, locks[0].cfg.retention.Milliseconds(), last)
 	for _, i := range group {
 		l := locks[i]
+		kind := "w"
+		if l.id.kind == reader {
+			kind = "r"
+		}
 		for k, ks := range l.kss {
-			keys = append(keys, ks.Lock, ks.Fence)
-			args = append(args, l.id.owner, l.id.hold, l.cfg.ttl.Milliseconds(), l.tokens[k])
+			keys = append(keys, ks.Lock, ks.Fence, ks.Readers)
+			args = append(args, kind, l.id.owner, l.id.hold, l.cfg.ttl.Milliseconds(), l.tokens[k])
 		}
 	}
 	return newScriptCall(extendScript, keys, args...)

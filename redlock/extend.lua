@@ -3,33 +3,82 @@
 -- when the lock was acquired — and raise its fencing counter to the
 -- holding's token, so that a lock does not decay while a majority of nodes
 -- is healthy. Never touches another owner's lock.
--- KEYS: per lock, the lock and its fencing counter.
+-- KEYS: per lock, the lock, its fencing counter and its readers.
 -- ARGV[1] "1" to repair, "0" not to; ARGV[2] the fencing retention in ms;
 -- ARGV[3] restart detection for repairs, as acquire.lua's ARGV[7]; then per
--- lock: owner, hold id, TTL in ms, fencing token.
+-- lock: kind ("w" a writer, "r" a reader), owner, hold id, TTL in ms,
+-- fencing token. A writer's lease is its lock's TTL; a reader's, the score
+-- of its "<owner> <hold>" member of the readers (racquire.lua). As a grant,
+-- a repair needs the other kind's absence: a writer is set again only where
+-- no live reader is, a reader only where no writer holds the lock.
 -- Returns one result per lock — 1 extended, 2 set here by repair, 0 not ours
 -- — followed, when a lock was repaired and the client must hear when this
 -- node started, by start_info's fields (start.lua).
 local repair = ARGV[1] == '1'
 local out = {}
 local repaired = false
-for i = 1, #KEYS / 2 do
-  local lock, fence, a = KEYS[2 * i - 1], KEYS[2 * i], 4 * i
-  local owner = redis.call('HGET', lock, 'owner')
-  if owner == ARGV[a] then
-    redis.call('PEXPIRE', lock, ARGV[a + 2])
-    out[i] = 1
-  elseif repair and not owner then
-    redis.call('HSET', lock, 'owner', ARGV[a], 'h:' .. ARGV[a + 1], 1)
-    redis.call('PEXPIRE', lock, ARGV[a + 2])
-    if tonumber(redis.call('GET', fence) or '0') < tonumber(ARGV[a + 3]) then
-      redis.call('SET', fence, ARGV[a + 3], 'PX', ARGV[2])
-    end
-    out[i] = 2
-    repaired = true
-  else
-    out[i] = 0
+
+local function raise(fence, token)
+  if tonumber(redis.call('GET', fence) or '0') < tonumber(token) then
+    redis.call('SET', fence, token, 'PX', ARGV[2])
   end
+end
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- read says whether a live reader holds the lock of readers.
+local function read(readers)
+  if redis.call('EXISTS', readers) == 0 then return false end
+  redis.call('ZREMRANGEBYSCORE', readers, '-inf', now_ms())
+  return redis.call('EXISTS', readers) == 1
+end
+
+local function extend_writer(lock, fence, readers, owner, hold, ttl, token)
+  local held = redis.call('HGET', lock, 'owner')
+  if held == owner then
+    redis.call('PEXPIRE', lock, ttl)
+    return 1
+  elseif repair and not held and not read(readers) then
+    redis.call('HSET', lock, 'owner', owner, 'h:' .. hold, 1)
+    redis.call('PEXPIRE', lock, ttl)
+    raise(fence, token)
+    return 2
+  end
+  return 0
+end
+
+local function extend_reader(lock, fence, readers, owner, hold, ttl, token)
+  local member = owner .. ' ' .. hold
+  local now = now_ms()
+  local score = redis.call('ZSCORE', readers, member)
+  local result
+  if score and tonumber(score) > now then
+    redis.call('ZADD', readers, 'XX', 'GT', now + tonumber(ttl), member)
+    result = 1
+  elseif repair and redis.call('EXISTS', lock) == 0 then
+    redis.call('ZADD', readers, now + tonumber(ttl), member)
+    raise(fence, token)
+    result = 2
+  else
+    return 0
+  end
+  if redis.call('PTTL', readers) < tonumber(ttl) then
+    redis.call('PEXPIRE', readers, ttl)
+  end
+  return result
+end
+
+for i = 1, #KEYS / 3 do
+  local lock, fence, readers, a = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i], 5 * i - 1
+  if ARGV[a] == 'r' then
+    out[i] = extend_reader(lock, fence, readers, ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
+  else
+    out[i] = extend_writer(lock, fence, readers, ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
+  end
+  repaired = repaired or out[i] == 2
 end
 if repaired then
   local start = start_info(ARGV[3], redis.call('TIME'))

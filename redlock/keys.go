@@ -19,19 +19,21 @@ type KeyNames struct {
 	Fence   string // fencing counter; its TTL is the fencing retention
 	Queue   string // waiters in ticket order; its TTL is the queue lease
 	Leases  string // waiters' lease ends; the same TTL
+	Readers string // readers (RLock) by lease end; its TTL is at least the longest lease
 	Channel string // announces a freed lock (a channel, not a key)
 }
 
 // Keys returns the names the library uses on the nodes for key under
 // prefix: the lock is <prefix>{<tag>}, the rest <prefix>{<tag>}:fence,
-// :queue, :leases and :free, where <tag> is key itself unless key contains
+// :queue, :leases, :readers and :free, where <tag> is key itself unless key contains
 // a '}' (which would end the hash tag early and scatter the names over
 // several Cluster slots) or starts with '%': such keys are written as '%'
 // followed by key with every '%' escaped as %25 and every '}' as %7D. The
 // mapping is one-to-one, and leaves every other key as it was.
 func Keys(prefix, key string) KeyNames {
 	lock := prefix + "{" + hashTag(key) + "}"
-	return KeyNames{Lock: lock, Fence: lock + ":fence", Queue: lock + ":queue", Leases: lock + ":leases", Channel: lock + ":free"}
+	return KeyNames{Lock: lock, Fence: lock + ":fence", Queue: lock + ":queue", Leases: lock + ":leases",
+		Readers: lock + ":readers", Channel: lock + ":free"}
 }
 
 // hashTag returns the text between the braces of key's names.
@@ -57,7 +59,17 @@ func newKeysets(prefix string, keys []string) keysets {
 	return kss
 }
 
-// lockKeys are the KEYS of acquire.lua and release.lua: four per key.
+// acquireKeys are the KEYS of acquire.lua, racquire.lua and rrelease.lua:
+// five per key.
+func (kss keysets) acquireKeys() []string {
+	out := make([]string, 0, 5*len(kss))
+	for _, k := range kss {
+		out = append(out, k.Lock, k.Fence, k.Queue, k.Leases, k.Readers)
+	}
+	return out
+}
+
+// lockKeys are the KEYS of release.lua: four per key.
 func (kss keysets) lockKeys() []string {
 	out := make([]string, 0, 4*len(kss))
 	for _, k := range kss {

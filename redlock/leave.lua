@@ -1,7 +1,8 @@
 -- Leave the waiters' queues: a Lock that gave up, or that won on other nodes.
 -- Where a lock is free, announce its new first waiter, who may take it now.
 -- KEYS, per lock (3 each): the queue, the queue's leases, the lock.
--- ARGV[1] owner, then per lock its channel (KeyNames.Channel).
+-- ARGV[1] the owner's member of the queues (its owner; "r:<owner>" for a
+-- reader), then per lock its channel (KeyNames.Channel).
 -- Returns how many queues the owner left.
 local left = 0
 for i = 1, #KEYS / 3 do
@@ -12,6 +13,7 @@ for i = 1, #KEYS / 3 do
     if redis.call('EXISTS', lock) == 0 then
       local head = redis.call('ZRANGE', queue, 0, 0)[1]
       if head then
+        if string.sub(head, 1, 2) == 'r:' then head = '' end -- a reader: wake them all
         redis.call('PUBLISH', ARGV[1 + i], head)
       end
     end

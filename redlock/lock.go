@@ -13,7 +13,8 @@ import (
 )
 
 // A Lock is one holding of a key — or of several keys at once, all or
-// none (LockMany) — granted by a majority of the Client's nodes. It is held
+// none (LockMany), or a reader's shared hold of a key (RLock) — granted by
+// a majority of the Client's nodes. It is held
 // until Unlock, until it is lost (Done closes and Err returns ErrLockLost),
 // or until its Client closes. A Lock of several keys is held, renewed,
 // released and lost as one: each node's vote covers all of its keys.
@@ -93,6 +94,11 @@ func (l *Lock) Keys() []string { return slices.Clone(l.keys) }
 // than every token of any earlier holding of any of the keys. A store
 // fenced per key should use TokenOf, since a later holding of one key is
 // ordered only after that key's token.
+//
+// A reader (RLock) issues no token: its Token is the largest fencing
+// counter among the nodes that granted it — at least the token of every
+// writer that released the key before the reader was granted, and smaller
+// than the token of every writer after it.
 func (l *Lock) Token() int64 { return l.token }
 
 // TokenOf returns the fencing token of key within this holding, or 0 if the

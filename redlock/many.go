@@ -27,7 +27,7 @@ func (c *Client) LockMany(ctx context.Context, keys []string, opts ...Option) (*
 	if err := checkMany(keys); err != nil {
 		return nil, err
 	}
-	return c.lock(ctx, keys, opts)
+	return c.lock(ctx, keys, opts, writer)
 }
 
 // TryLockMany makes one attempt to acquire every key of keys at once, as
@@ -38,7 +38,7 @@ func (c *Client) TryLockMany(ctx context.Context, keys []string, opts ...Option)
 	if err := checkMany(keys); err != nil {
 		return nil, err
 	}
-	return c.tryLock(ctx, keys, opts)
+	return c.tryLock(ctx, keys, opts, writer)
 }
 
 // checkMany refuses an empty set of keys given to LockMany or TryLockMany.

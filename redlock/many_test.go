@@ -217,23 +217,3 @@ func TestSharedHoldsRefuseBadInput(t *testing.T) {
 		}
 	}
 }
-
-// The kinds of hold not built yet say so, with errors.ErrUnsupported, and
-// send nothing: no key appears on the masters.
-func TestSharedHoldsNotBuiltYetSayUnsupported(t *testing.T) {
-	c, nodes, _ := lab(t, 3)
-	ctx := ctxFor(t, 10*time.Second)
-	for name, call := range map[string]func() (*redlock.Lock, error){
-		"RLock":    func() (*redlock.Lock, error) { return c.RLock(ctx, "r") },
-		"TryRLock": func() (*redlock.Lock, error) { return c.TryRLock(ctx, "r") },
-	} {
-		if l, err := call(); !errors.Is(err, errors.ErrUnsupported) || l != nil {
-			t.Errorf("%s = %v, %v; want nil, errors.ErrUnsupported", name, l, err)
-		}
-	}
-	for i, n := range nodes {
-		if keys, err := n.Keys(ctx, "*").Result(); err != nil || len(keys) != 1 || keys[0] != redlock.TrustKey {
-			t.Errorf("node %d: keys %v (err %v), want only the lab's vouch", i, keys, err)
-		}
-	}
-}

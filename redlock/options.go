@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"math"
+	"strings"
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/clock"
@@ -85,7 +86,9 @@ func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 // is. Every acquisition with the same owner — from any goroutine or process —
 // counts as the same holder, so owner must be unique to whatever should
 // exclude others (e.g. a job ID). Without it (the default) every acquisition
-// is its own owner and locks are not reentrant, as with sync.Mutex.
+// is its own owner and locks are not reentrant, as with sync.Mutex. An owner
+// may not be empty, nor start with "r:", which marks readers (RLock) in the
+// waiters' queues on the nodes.
 func WithOwner(owner string) Option {
 	return func(c *config) { c.owner, c.ownerSet = owner, true }
 }
@@ -201,6 +204,8 @@ func (c *config) validate() error {
 		return invalid("nil clock")
 	case c.ownerSet && c.owner == "":
 		return invalid("empty owner")
+	case strings.HasPrefix(c.owner, readerMark):
+		return invalid("owner %s starts with %q, which marks readers in the waiters' queues", shortKey(c.owner), readerMark)
 	case hasNil(c.observers):
 		return invalid("nil Observer or Logger")
 	case c.guardSet && c.guardWindow < 0:

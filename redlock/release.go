@@ -68,9 +68,12 @@ func (c *Client) releaseOn(ctx context.Context, cfg *config, n int, kss keysets,
 	c.execAlone(ctx, n, releaseCall(cfg, kss, id, kind, tokens))
 }
 
-// releaseCall is release.lua's call for kind; tokens are the counters to
-// raise, one per key, or nil to raise none.
+// releaseCall is release.lua's call for kind — rrelease.lua's for a reader;
+// tokens are the counters to raise, one per key, or nil to raise none.
 func releaseCall(cfg *config, kss keysets, id identity, kind releaseKind, tokens []int64) *scriptCall {
+	if id.kind == reader {
+		return rreleaseCall(cfg, kss[0], id, kind, tokens)
+	}
 	mode, announce := "0", ""
 	switch kind {
 	case unlockLock:
@@ -93,6 +96,21 @@ func releaseCall(cfg *config, kss keysets, id identity, kind releaseKind, tokens
 	return newScriptCall(releaseScript, kss.lockKeys(), args...)
 }
 
+// rreleaseCall is rrelease.lua's call for a reader's holding of ks: an
+// Unlock — of a reentrant owner's hold or not, since each reader is a hold
+// of its own — or an undo.
+func rreleaseCall(cfg *config, ks keyset, id identity, kind releaseKind, tokens []int64) *scriptCall {
+	unlock := ""
+	if kind != undoHold {
+		unlock = "1"
+	}
+	var token int64
+	if tokens != nil {
+		token = tokens[0]
+	}
+	return newScriptCall(rreleaseScript, keysets{ks}.acquireKeys(), id.owner, id.hold, unlock, cfg.retention.Milliseconds(), token, ks.Channel)
+}
+
 func releaseVote(reply int64, err error) quorum.Vote[int64] {
 	switch {
 	case err != nil:
@@ -103,21 +121,21 @@ func releaseVote(reply int64, err error) quorum.Vote[int64] {
 	return quorum.Vote[int64]{Outcome: quorum.Granted, Value: reply}
 }
 
-// leaveOn removes id's owner from the keys' waiters' queues on node n alone.
+// leaveOn removes id from the keys' waiters' queues on node n alone.
 func (c *Client) leaveOn(ctx context.Context, n int, kss keysets, id identity) {
 	c.execAlone(ctx, n, leaveCall(kss, id))
 }
 
 func leaveCall(kss keysets, id identity) *scriptCall {
 	args := make([]any, 0, 1+len(kss))
-	args = append(args, id.owner)
+	args = append(args, id.waiter())
 	for _, k := range kss {
 		args = append(args, k.Channel)
 	}
 	return newScriptCall(leaveScript, kss.leaveKeys(), args...)
 }
 
-// leave removes id's owner from the keys' waiters' queues on every node.
+// leave removes id from the keys' waiters' queues on every node.
 func (c *Client) leave(ctx context.Context, cfg *config, kss keysets, id identity) {
 	r := round[struct{}](c, cfg)
 	r.Decided = func(*quorum.Tally[struct{}]) bool { return false }

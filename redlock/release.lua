@@ -5,7 +5,8 @@
 -- ARGV[1] owner, ARGV[2] hold id, ARGV[3] "1" to release the whole lock, "0"
 -- to drop only this hold (the lock is deleted when no hold is left),
 -- ARGV[4] "1" to announce a freed lock, when waiters are queued, on its
--- channel (the message names the first in line, so that only it need wake);
+-- channel (the message names the first in line, so that only it need wake;
+-- it is "" — everyone wakes — when that is a reader);
 -- "" not to announce (undoing a failed attempt must not wake its own waiter),
 -- ARGV[5] the fencing state's retention in ms, then per lock the holding's
 -- fencing token: every node that answers raises its counter to it, so that
@@ -39,6 +40,9 @@ local function release(lock, fence, queue, leases, token, channel)
   if queued then
     local first = redis.call('ZRANGE', queue, 0, 0)[1]
     if first then
+      -- A reader first in line ("r:<owner>", racquire.lua): wake every
+      -- waiter (""), so that all the readers behind it come in together.
+      if string.sub(first, 1, 2) == 'r:' then first = '' end
       redis.call('PUBLISH', channel, first)
     end
   end

@@ -409,7 +409,7 @@ func TestSafetyKeysOnClusterNodes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("CLUSTER KEYSLOT: %v", err)
 		}
-		for _, name := range []string{kn.Fence, kn.Queue, kn.Leases} {
+		for _, name := range []string{kn.Fence, kn.Queue, kn.Leases, kn.Readers} {
 			if got, err := clusters[0].ClusterKeySlot(ctx, name).Result(); err != nil || got != want {
 				t.Errorf("key %q: slot of %q = %d, %v; want %d, the lock's", key, name, got, err, want)
 			}

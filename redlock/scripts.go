@@ -21,15 +21,22 @@ var (
 	leaveSrc string
 	//go:embed permit.lua
 	permitSrc string
+	//go:embed racquire.lua
+	racquireSrc string
+	//go:embed rrelease.lua
+	rreleaseSrc string
 
-	// Both may have to say when their node started: start.lua's function
+	// These may have to say when their node started: start.lua's function
 	// comes first in each.
-	acquireScript = newScript(startSrc + acquireSrc)
-	permitScript  = newScript(startSrc + permitSrc)
-	extendScript  = newScript(startSrc + extendSrc)
-	releaseScript = newScript(releaseSrc)
-	fenceScript   = newScript(fenceSrc)
-	leaveScript   = newScript(leaveSrc)
+	acquireScript  = newScript(startSrc + acquireSrc)
+	racquireScript = newScript(startSrc + racquireSrc)
+	permitScript   = newScript(startSrc + permitSrc)
+	extendScript   = newScript(startSrc + extendSrc)
+
+	releaseScript  = newScript(releaseSrc)
+	rreleaseScript = newScript(rreleaseSrc)
+	fenceScript    = newScript(fenceSrc)
+	leaveScript    = newScript(leaveSrc)
 )
 
 // Replies of extend.lua, per lock.

@@ -88,7 +88,8 @@ func checkLimit(name string, limit int) error {
 // of the semaphore name under prefix. Every permit of a name shares its
 // waiters' queue, their leases and the channel; the permit's lock and its
 // fencing counter are its own: <prefix>{<tag>}:permit:<i> and
-// <prefix>{<tag>}:permit:<i>:fence, beside <prefix>{<tag>}:permits:queue,
+// <prefix>{<tag>}:permit:<i>:fence (a permit has no readers: its Readers
+// name, :permit:<i>:readers, is never written), beside <prefix>{<tag>}:permits:queue,
 // :permits:leases, :permits:free (the channel) and :permits:limit (the
 // limit of the current holders; see LimitKey). <tag> is as in Keys, so that
 // a semaphore's names share one Cluster hash slot — and never meet the
@@ -97,7 +98,8 @@ func PermitKeys(prefix, name string, i int) KeyNames {
 	base := permitBase(prefix, name)
 	lock := base + ":permit:" + strconv.Itoa(i)
 	shared := base + ":permits"
-	return KeyNames{Lock: lock, Fence: lock + ":fence", Queue: shared + ":queue", Leases: shared + ":leases", Channel: shared + ":free"}
+	return KeyNames{Lock: lock, Fence: lock + ":fence", Queue: shared + ":queue", Leases: shared + ":leases",
+		Readers: lock + ":readers", Channel: shared + ":free"}
 }
 
 // LimitKey returns the name of the record of the limit that the holders of
@@ -130,7 +132,7 @@ func (c *Client) enterPermit(name string, limit int, opts []Option) (*permitAcqu
 	if err != nil {
 		return nil, err
 	}
-	a := &permitAcquisition{c: c, cfg: cfg, name: name, limit: limit, id: cfg.identity(), prefer: rand.IntN(limit)}
+	a := &permitAcquisition{c: c, cfg: cfg, name: name, limit: limit, id: cfg.identity(writer), prefer: rand.IntN(limit)}
 	a.permits = make(keysets, limit)
 	for i := range a.permits {
 		a.permits[i] = PermitKeys(cfg.prefix, name, i)

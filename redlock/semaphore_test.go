@@ -111,7 +111,10 @@ func TestSemaphoreNeverAdmitsMoreThanLimit(t *testing.T) {
 				case <-l.Done():
 				}
 				occ.exit()
-				if err := l.Unlock(context.Background()); err != nil && !errors.Is(err, redlock.ErrLockLost) {
+				// A master killed or restarted empty may leave a release
+				// that no majority confirms; the lease then runs out there.
+				var qe *redlock.QuorumError
+				if err := l.Unlock(context.Background()); err != nil && !errors.Is(err, redlock.ErrLockLost) && !errors.As(err, &qe) {
 					t.Errorf("worker %d: Unlock: %v", w, err)
 				}
 				holds[w]++

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -150,31 +148,8 @@ func mustAtoi(t *testing.T, s string) int {
 	return n
 }
 
-// requireRLock skips t when the library's RLock is not built yet.
-func requireRLock(t *testing.T, lab *redislab.Lab) {
-	t.Helper()
-	c, err := redlock.New(lab.Clients(t), redlock.WithNodeTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	l, err := c.RLock(ctx, "rlock-probe")
-	if errors.Is(err, errors.ErrUnsupported) {
-		t.Skipf("RLock is not built in this branch: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestRunRead(t *testing.T) {
-	lab, nodes := startLab(t, 3)
-	requireRLock(t, lab)
+	_, nodes := startLab(t, 3)
 	g := newGate(t)
 	read := kindArgs(nodes, "--key", "doc", "--read")
 	readers := []*proc{start(t, "", withCmd(read, g.argv()...)...), start(t, "", withCmd(read, g.argv()...)...)}

@@ -17,7 +17,7 @@ import (
 func query(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
 	names := redlock.Keys(f.prefix, f.key)
 	n := len(ns.clients)
-	st := &lockStatus{Key: f.key, LockKey: names.Lock, FenceKey: names.Fence, ReadersKey: readersKey(f.prefix, f.key),
+	st := &lockStatus{Key: f.key, LockKey: names.Lock, FenceKey: names.Fence, ReadersKey: names.Readers,
 		Nodes: make([]nodeStatus, n), Need: quorum.Majority(n)}
 	if f.limit > 0 {
 		st.Semaphore = newSemaphore(f.prefix, f.key, f.limit, n)

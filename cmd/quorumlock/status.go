@@ -118,11 +118,6 @@ func (f *statusFlags) check(fs *flag.FlagSet) ([]string, error) {
 	return addrs, positive("timeout", f.timeout)
 }
 
-// readersKey returns the name of key's readers: a sorted set of "<owner>
-// <hold>" members, each scored by the end of its lease in the node's
-// milliseconds. It is the library's KeyNames.Readers.
-func readersKey(prefix, key string) string { return redlock.Keys(prefix, key).Lock + ":readers" }
-
 const statusUsage = `Usage: quorumlock status --nodes host:port,... --key K [--limit N] [--json]
 
 Show what each node holds for lock K: the writer's owner value, its remaining

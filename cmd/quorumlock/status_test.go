@@ -147,7 +147,7 @@ func addReaders(t *testing.T, c redis.UniversalClient, key string, left time.Dur
 	}
 	for _, m := range members {
 		z := redis.Z{Score: float64(now.Add(left).UnixMilli()), Member: m}
-		if err := c.ZAdd(ctx, readersKey(redlock.DefaultPrefix, key), z).Err(); err != nil {
+		if err := c.ZAdd(ctx, redlock.Keys(redlock.DefaultPrefix, key).Readers, z).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -268,7 +268,7 @@ func TestStatusSemaphore(t *testing.T) {
 func TestStatusErrorAfterNil(t *testing.T) {
 	lab, nodes := startLab(t, 3)
 	c := lab.Clients(t)[2]
-	if err := c.Set(context.Background(), readersKey(redlock.DefaultPrefix, "odd"), "not a sorted set", 0).Err(); err != nil {
+	if err := c.Set(context.Background(), redlock.Keys(redlock.DefaultPrefix, "odd").Readers, "not a sorted set", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	code, st := statusJSON(t, nodes, "odd")
