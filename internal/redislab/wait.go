@@ -5,22 +5,16 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 )
 
-// pollEvery is how often Eventually checks its condition.
-const pollEvery = 2 * time.Millisecond
-
-// Eventually polls cond until it holds, failing t after d: tests wait for a
-// condition with a deadline, never sleep as an assertion.
+// Eventually polls cond until it holds, failing t after d.
+//
+// Deprecated: use testkit.Eventually, which the tests of every package share.
 func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for: %s", d, what)
-		}
-		time.Sleep(pollEvery)
-	}
+	testkit.Eventually(t, d, what, cond)
 }
 
 // LeakIgnores are the goroutines that go-redis's own clients run (the idle
