@@ -28,43 +28,6 @@ func safetyLab(t *testing.T, n int) *redislab.Lab {
 	return l
 }
 
-// killNodes kills the lab's nodes at the given indexes.
-func killNodes(t *testing.T, l *redislab.Lab, idx ...int) {
-	t.Helper()
-	for _, i := range idx {
-		if err := l.Nodes[i].Kill(); err != nil {
-			t.Fatalf("Kill node %d: %v", i, err)
-		}
-	}
-}
-
-// restartEmpty restarts the lab's nodes at the given indexes without their
-// data, in that order.
-func restartEmpty(t *testing.T, l *redislab.Lab, idx ...int) {
-	t.Helper()
-	for _, i := range idx {
-		if err := l.Nodes[i].Restart(true); err != nil {
-			t.Fatalf("Restart(empty) node %d: %v", i, err)
-		}
-	}
-}
-
-// pauseNodes pauses the lab's nodes at the given indexes, resumed in Cleanup.
-func pauseNodes(t *testing.T, l *redislab.Lab, idx ...int) {
-	t.Helper()
-	for _, i := range idx {
-		n := l.Nodes[i]
-		if err := n.Pause(); err != nil {
-			t.Fatalf("Pause node %d: %v", i, err)
-		}
-		t.Cleanup(func() {
-			if err := n.Resume(); err != nil {
-				t.Errorf("Resume node %d: %v", i, err)
-			}
-		})
-	}
-}
-
 // requireHeldOn fails t unless key's lock has an owner on each given node.
 func requireHeldOn(t *testing.T, ctx context.Context, nodes []redis.UniversalClient, key string, idx ...int) {
 	t.Helper()
@@ -204,7 +167,7 @@ func eventuallyLocked(t *testing.T, d time.Duration, what string, try func() (*r
 // and no renewal: A holds it on masters 0, 1 and 2 only.
 func holdOnThreeOfFive(t *testing.T, ctx context.Context, l *redislab.Lab, key string, ttl time.Duration) *redlock.Lock {
 	t.Helper()
-	killNodes(t, l, 3, 4)
+	l.Kill(t, 3, 4)
 	nodes := l.Clients(t, failFast)
 	a := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithAutoRenew(false))
 	held, err := a.TryLock(ctx, key)
@@ -224,7 +187,7 @@ func TestSafetyFreshClientAfterEmptyRestart(t *testing.T) {
 	l := safetyLab(t, 5)
 	ctx := ctxFor(t, 30*time.Second)
 	held := holdOnThreeOfFive(t, ctx, l, key, ttl)
-	restartEmpty(t, l, 3, 4, 2)
+	l.Restart(t, true, 3, 4, 2)
 	requireNoState(t, ctx, l, key, 2, 3, 4)
 
 	// Another process's Client: new redis clients, the default restart
@@ -301,7 +264,7 @@ func TestSafetyACLWithoutInfo(t *testing.T) {
 	}
 
 	held := holdOnThreeOfFive(t, ctx, l, key, ttl)
-	restartEmpty(t, l, 3, 4, 2)
+	l.Restart(t, true, 3, 4, 2)
 	requireNoState(t, ctx, l, key, 2, 3, 4)
 	allowAllButInfo(t, ctx, l, 2, 3, 4) // the restarts dropped the user
 	neverGranted(t, contend(t, ctx, b, held, key), 2, 3, 4)
@@ -316,7 +279,7 @@ func TestSafetyTokensGrowAfterOneEmptyRestart(t *testing.T) {
 	opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithAutoRenew(false), redlock.WithRestartGuard(ttl)}
 	l := safetyLab(t, 5)
 	ctx := ctxFor(t, 30*time.Second)
-	killNodes(t, l, 3, 4)
+	l.Kill(t, 3, 4)
 	a := newClient(t, l.Clients(t, failFast), opts...)
 	for i := range 5 {
 		lk, err := a.TryLock(ctx, key)
@@ -332,13 +295,13 @@ func TestSafetyTokensGrowAfterOneEmptyRestart(t *testing.T) {
 		t.Fatalf("A: sixth TryLock: %v", err)
 	}
 
-	restartEmpty(t, l, 3, 4)
-	killNodes(t, l, 2)
+	l.Restart(t, true, 3, 4)
+	l.Kill(t, 2)
 	down := time.Now()
 	redislab.Eventually(t, 3*ttl, "master 2 down longer than the TTL, past A's validity", func() bool {
 		return time.Since(down) > ttl && time.Now().After(sixth.Until())
 	})
-	restartEmpty(t, l, 2)
+	l.Restart(t, true, 2)
 
 	// Wait out the guard: B locks a probe key that masters 0, 1 refuse, so
 	// that only masters 2, 3 and 4 — all restarted — can give a majority.
@@ -358,7 +321,7 @@ func TestSafetyTokensGrowAfterOneEmptyRestart(t *testing.T) {
 	}
 
 	requireNoState(t, ctx, l, key, 2, 3, 4)
-	pauseNodes(t, l, 0, 1)
+	l.Pause(t, 0, 1)
 	next, err := b.TryLock(ctx, key)
 	if err != nil {
 		t.Fatalf("B: TryLock through masters 2, 3, 4: %v", err)
@@ -429,7 +392,7 @@ func TestSafetyAttemptLeavingLessThanLossMarginFails(t *testing.T) {
 	const ttl, timeout, stall = time.Second, 450 * time.Millisecond, 600 * time.Millisecond
 	l := safetyLab(t, 3)
 	ctx := ctxFor(t, 30*time.Second)
-	killNodes(t, l, 2)
+	l.Kill(t, 2)
 	nodes := l.Clients(t, failFast)
 	for _, n := range nodes {
 		n.AddHook(slowScripts{delay: 100 * time.Millisecond})
@@ -556,7 +519,7 @@ func TestSafetyReplicaNotCounted(t *testing.T) {
 	}
 
 	c := newClient(t, l.Clients(t, failFast)) // the dead masters cost nothing
-	killNodes(t, l, 2, 3)
+	l.Kill(t, 2, 3)
 	lk, err := c.TryLock(ctx, "stock")
 	if err == nil {
 		t.Fatalf("TryLock obtained (token %d) the lock with masters 0, 1 and the replica of 0: the replica was counted", lk.Token())
