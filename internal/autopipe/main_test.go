@@ -1,7 +1,6 @@
 package autopipe_test
 
 import (
-	"context"
 	"runtime"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/seed818c56a1/quorumlock/internal/autopipe"
 	"github.com/seed818c56a1/quorumlock/internal/faultproxy"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 )
 
 // The tests run one at a time: several check, with goleak.Find, that a Pipe
@@ -47,16 +47,10 @@ func proxied(t *testing.T, tune func(*redis.Options)) (*faultproxy.Proxy, *redis
 	return fp, rdb, direct
 }
 
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // waitStats waits until the Pipe's stats satisfy cond, failing t after 5 s.
 func waitStats(t *testing.T, p *autopipe.Pipe, what string, cond func(autopipe.Stats) bool) {
 	t.Helper()
-	redislab.Eventually(t, 5*time.Second, what, func() bool { return cond(p.Stats()) })
+	testkit.Eventually(t, 5*time.Second, what, func() bool { return cond(p.Stats()) })
 }
 
 // noLeftovers fails t unless every goroutine of package autopipe has ended
