@@ -47,6 +47,16 @@ func requireSafe(t *testing.T, rep chaos.Report, after int) {
 	}
 }
 
+// settle stops w's holders (stop is w.start's), checks the history (report)
+// and requires service after since, with no token regression (requireSafe).
+func settle(t *testing.T, w *contention, stop func(), since time.Duration) chaos.Report {
+	t.Helper()
+	stop()
+	rep := report(t, w.rec)
+	requireSafe(t, rep, holdsSince(w.rec, since))
+	return rep
+}
+
 // requireToldInTime fails t unless every signalled loss came before Until().
 func requireToldInTime(t *testing.T, rep chaos.Report) {
 	t.Helper()
@@ -73,9 +83,7 @@ func TestCrashDelayedEmptyRestart(t *testing.T) {
 	w.waitHeld(t)
 	lab.Kill(t, 1, 2) // the restarted master is now needed for every majority
 	pause(ctx, ttl)
-	stop()
-	rep := report(t, w.rec)
-	requireSafe(t, rep, holdsSince(w.rec, back))
+	settle(t, w, stop, back)
 }
 
 // SIGKILL masters mid-lease under contention, one after another, and
@@ -131,9 +139,7 @@ func TestCrashImmediateRestart(t *testing.T) {
 			back := w.rec.Now()
 			w.waitResumed(t, back, "the immediate restarts")
 			pause(ctx, 300*time.Millisecond)
-			stop()
-			rep := report(t, w.rec)
-			requireSafe(t, rep, holdsSince(w.rec, back))
+			settle(t, w, stop, back)
 		})
 	}
 }

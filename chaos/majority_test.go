@@ -28,16 +28,21 @@ func TestMajorityLoss(t *testing.T) {
 	up := w.rec.Now()
 	lab.Restart(t, false, 0, 1, 2)
 	w.waitResumed(t, up, "the masters returned")
-	stop()
-	rep := report(t, w.rec)
-	requireSafe(t, rep, holdsSince(w.rec, up))
-	if n := holdsBetween(w.rec, down, up); n > 0 {
-		t.Errorf("%d acquisitions while 3 of 5 masters were down, want 0", n)
-	}
+	rep := settle(t, w, stop, up)
+	requireNoneBetween(t, w.rec, down, up, "3 of 5 masters were down")
 	if rep.Losses == 0 || rep.WorstMargin <= 0 {
 		t.Errorf("losses %d, worst margin %v: want ≥ 1 loss, each told before Until()", rep.Losses, rep.WorstMargin)
 	}
 	t.Logf("attempts that gave up during the run: %d", w.attempts.Load())
+}
+
+// requireNoneBetween fails t if a hold started in [from, to), while the
+// fault left no majority.
+func requireNoneBetween(t *testing.T, rec *chaos.Recorder, from, to time.Duration, while string) {
+	t.Helper()
+	if n := holdsBetween(rec, from, to); n > 0 {
+		t.Errorf("%d acquisitions while %s, want 0", n, while)
+	}
 }
 
 // holdsBetween counts the holds that started in [from, to).

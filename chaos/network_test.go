@@ -29,9 +29,7 @@ func TestNetworkLatency(t *testing.T) {
 	pause(ctx, 3*ttl)
 	m.heal()
 	pause(ctx, ttl)
-	stop()
-	rep := report(t, w.rec)
-	requireSafe(t, rep, holdsSince(w.rec, slow))
+	settle(t, w, stop, slow)
 }
 
 // Masters cut off by a network fault: a minority first (service goes on
@@ -76,12 +74,8 @@ func TestNetworkMinorityThenMajority(t *testing.T) {
 			healed := w.rec.Now()
 			m.heal()
 			w.waitResumed(t, healed, tt.healed)
-			stop()
-			rep := report(t, w.rec)
-			requireSafe(t, rep, holdsSince(w.rec, healed))
-			if n := holdsBetween(w.rec, cut, healed); n > 0 {
-				t.Errorf("%d acquisitions while 3 of 5 masters %s, want 0", n, tt.what)
-			}
+			rep := settle(t, w, stop, healed)
+			requireNoneBetween(t, w.rec, cut, healed, "3 of 5 masters "+tt.what)
 			requireToldInTime(t, rep)
 		})
 	}
@@ -116,9 +110,7 @@ func TestNetworkPartitionedClients(t *testing.T) {
 	healed := w.rec.Now()
 	m.heal()
 	w.waitResumed(t, healed, "the partition healed")
-	stop()
-	rep := report(t, w.rec)
-	requireSafe(t, rep, holdsSince(w.rec, healed))
+	rep := settle(t, w, stop, healed)
 	requireToldInTime(t, rep)
 }
 
