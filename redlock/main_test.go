@@ -8,11 +8,10 @@ import (
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
 	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, redislab.LeakIgnores()...)
+	testkit.Main(m)
 }
 
 // lab starts n masters and returns a Client over them (closed in Cleanup,

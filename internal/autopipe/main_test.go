@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/seed818c56a1/quorumlock/internal/autopipe"
 	"github.com/seed818c56a1/quorumlock/internal/faultproxy"
@@ -18,7 +17,7 @@ import (
 // The tests run one at a time: several check, with goleak.Find, that a Pipe
 // left no goroutine behind, which other tests' goroutines would disturb.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, redislab.LeakIgnores()...)
+	testkit.Main(m)
 }
 
 // newPipe returns a Pipe over rdb, closed in t.Cleanup (before rdb, which

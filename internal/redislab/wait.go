@@ -17,13 +17,7 @@ func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	testkit.Eventually(t, d, what, cond)
 }
 
-// LeakIgnores are the goroutines that go-redis's own clients run (the idle
-// connection reaper, the redial after a refused dial): they belong to the
-// redis clients the tests close, not to the code under test. A goleak check
-// with these ignores sees everything else.
-func LeakIgnores() []goleak.Option {
-	return []goleak.Option{
-		goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"),
-		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"),
-	}
-}
+// LeakIgnores are the goroutines that go-redis's own clients run.
+//
+// Deprecated: use testkit.LeakIgnores, or testkit.Main in TestMain.
+func LeakIgnores() []goleak.Option { return testkit.LeakIgnores() }
