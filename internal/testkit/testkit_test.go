@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,23 +15,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func TestBufferTakesConcurrentWrites(t *testing.T) {
-	var b testkit.Buffer
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for range 100 {
-				b.Write([]byte("x"))
-				_ = b.String()
-			}
-		})
-	}
-	wg.Wait()
-	if got := len(b.String()); got != 800 {
-		t.Errorf("len = %d, want 800", got)
-	}
-}
 
 func TestEventuallyReturnsOnceTrue(t *testing.T) {
 	calls := 0
