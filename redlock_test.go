@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, redislab.LeakIgnores()...)
+	testkit.Main(m)
 }
 
 // fiveNodeClients returns n independent Clients over one five-node lab, each
@@ -211,7 +212,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	// The lab's own goroutines (process waits, redis pool reapers) live until
 	// the test's cleanup; anything else is the library's.
-	if err := goleak.Find(append(redislab.LeakIgnores(),
+	if err := goleak.Find(append(testkit.LeakIgnores(),
 		goleak.IgnoreAnyFunction("github.com/seed818c56a1/quorumlock/internal/redislab.spawn.func1"))...); err != nil {
 		t.Errorf("goroutines left after Unlock and Close: %v", err)
 	}

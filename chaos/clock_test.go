@@ -9,6 +9,7 @@ import (
 
 	"github.com/seed818c56a1/quorumlock/chaos"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -69,7 +70,7 @@ func fastClockRace(t *testing.T, drift float64) (chaos.Report, *chaos.Hold, *cha
 	lab := fastClockLab(t)
 	m := newMesh(t, lab, 2, redlock.WithTTL(clockTTL), redlock.WithNodeTimeout(clockTimeout),
 		redlock.WithDriftFactor(drift), redlock.WithAutoRenew(false))
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	warmUp(t, m.clients...)
 	m.refuse(0, 3, 4)
 	rec := chaos.NewRecorder()

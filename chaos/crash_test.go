@@ -6,6 +6,7 @@ import (
 
 	"github.com/seed818c56a1/quorumlock/chaos"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -46,6 +47,16 @@ func requireSafe(t *testing.T, rep chaos.Report, after int) {
 	}
 }
 
+// settle stops w's holders (stop is w.start's), checks the history (report)
+// and requires service after since, with no token regression (requireSafe).
+func settle(t *testing.T, w *contention, stop func(), since time.Duration) chaos.Report {
+	t.Helper()
+	stop()
+	rep := report(t, w.rec)
+	requireSafe(t, rep, holdsSince(w.rec, since))
+	return rep
+}
+
 // requireToldInTime fails t unless every signalled loss came before Until().
 func requireToldInTime(t *testing.T, rep chaos.Report) {
 	t.Helper()
@@ -60,78 +71,75 @@ func requireToldInTime(t *testing.T, rep chaos.Report) {
 func TestCrashDelayedEmptyRestart(t *testing.T) {
 	lab := startLab(t, 5)
 	w := contend(t, lab, 3, 3)
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.Context(t, time.Minute)
 	stop := w.start(t, 1)
 	pause(ctx, 300*time.Millisecond)
 	w.waitHeld(t)
-	kill(t, lab, 0)
+	lab.Kill(t, 0)
 	pause(ctx, ttl+ttl/2) // down for more than the maximum TTL
-	restart(t, lab, true, 0)
+	lab.Restart(t, true, 0)
 	back := w.rec.Now()
 	w.waitResumed(t, back, "the empty restart")
 	w.waitHeld(t)
-	kill(t, lab, 1, 2) // the restarted master is now needed for every majority
+	lab.Kill(t, 1, 2) // the restarted master is now needed for every majority
 	pause(ctx, ttl)
-	stop()
-	rep := report(t, w.rec)
-	requireSafe(t, rep, holdsSince(w.rec, back))
+	settle(t, w, stop, back)
 }
 
-// SIGKILL masters mid-lease under contention and restart them at once: with
-// appendfsync always (the lab's redis.conf) each comes back with the leases
-// it granted, so a restart is no more than an outage — of about a TTL for
-// each restarted master, with restart detection on.
-func TestCrashImmediateRestartWithPersistence(t *testing.T) {
-	lab := startLab(t, 5)
-	w := contend(t, lab, 3, 3)
-	ctx := testCtx(t, time.Minute)
-	stop := w.start(t, 2)
-	pause(ctx, 200*time.Millisecond)
-	for _, n := range []int{0, 1, 2, 0} {
-		w.waitHeld(t)
-		restart(t, lab, false, n) // SIGKILL, then start from the AOF
-		pause(ctx, 150*time.Millisecond)
+// SIGKILL masters mid-lease under contention, one after another, and
+// restart each at once. A row per kind of restart:
+//
+//   - from the AOF: with appendfsync always (the lab's redis.conf) each comes
+//     back with the leases it granted, so a restart is no more than an outage
+//     — of about a TTL for each restarted master, with restart detection on.
+//     Restart detection (on by default) does not count a restarted master for
+//     one guard — the TTL — after a client first sees it: with three of them
+//     restarted in a row, service comes back within about a TTL.
+//   - empty, with fresh clients: the leases they granted are gone, and right
+//     after each restart every client is replaced by a brand-new one (new
+//     redis clients, a new Client), which never saw the masters' old run_ids
+//     (issue 9, case 1, under contention). Restart detection, on by default,
+//     does not count a master that started less than the guard ago, whoever
+//     asks: no overlap, and tokens keep increasing (the fencing counters are
+//     gone, the masters' clocks are not). A majority restarted within the
+//     guard: service comes back once one of them has been up for the guard —
+//     a second more, at worst, for a fresh client, which reads the start from
+//     an uptime in whole seconds.
+func TestCrashImmediateRestart(t *testing.T) {
+	tests := []struct {
+		name  string
+		seed  uint64
+		empty bool  // restart without the data
+		fresh bool  // replace every client after each restart
+		nodes []int // restarted in this order
+	}{
+		{"from the AOF", 2, false, false, []int{0, 1, 2, 0}},
+		{"empty, fresh clients", 3, true, true, []int{0, 1, 2}},
 	}
-	back := w.rec.Now()
-	// Restart detection (on by default) does not count a restarted master for
-	// one guard — the TTL — after a client first sees it: with three of them
-	// restarted in a row, service comes back within about a TTL.
-	w.waitResumed(t, back, "the immediate restarts")
-	pause(ctx, 300*time.Millisecond)
-	stop()
-	rep := report(t, w.rec)
-	requireSafe(t, rep, holdsSince(w.rec, back))
-}
-
-// SIGKILL masters mid-lease under contention and restart them empty at once
-// — the leases they granted are gone — and right after each restart replace
-// every client by a brand-new one (new redis clients, a new Client), which
-// never saw the masters' old run_ids (issue 9, case 1, under contention).
-// Restart detection, on by default, does not count a master that started
-// less than the guard ago, whoever asks: no overlap, and tokens keep
-// increasing (the fencing counters are gone, the masters' clocks are not).
-func TestCrashImmediateEmptyRestartFreshClients(t *testing.T) {
-	lab := startLab(t, 5)
-	w := contend(t, lab, 3, 3)
-	t.Cleanup(closeSeats(t, w))
-	ctx := testCtx(t, time.Minute)
-	stop := w.start(t, 3)
-	pause(ctx, 200*time.Millisecond)
-	for _, n := range []int{0, 1, 2} {
-		w.waitHeld(t)
-		restart(t, lab, true, n)
-		for _, st := range w.seats {
-			st.replace(freshClient(t, lab.Clients(t), retryFast))
-		}
-		pause(ctx, 150*time.Millisecond)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lab := startLab(t, 5)
+			w := contend(t, lab, 3, 3)
+			if tt.fresh {
+				t.Cleanup(closeSeats(t, w))
+			}
+			ctx := testkit.Context(t, time.Minute)
+			stop := w.start(t, tt.seed)
+			pause(ctx, 200*time.Millisecond)
+			for _, n := range tt.nodes {
+				w.waitHeld(t)
+				lab.Restart(t, tt.empty, n) // SIGKILL, then start again
+				if tt.fresh {
+					for _, st := range w.seats {
+						st.replace(freshClient(t, lab.Clients(t), retryFast))
+					}
+				}
+				pause(ctx, 150*time.Millisecond)
+			}
+			back := w.rec.Now()
+			w.waitResumed(t, back, "the immediate restarts")
+			pause(ctx, 300*time.Millisecond)
+			settle(t, w, stop, back)
+		})
 	}
-	back := w.rec.Now()
-	// A majority restarted within the guard: service comes back once one of
-	// them has been up for the guard — a second more, at worst, for a fresh
-	// client, which reads the start from an uptime in whole seconds.
-	w.waitResumed(t, back, "the immediate empty restarts")
-	pause(ctx, 300*time.Millisecond)
-	stop()
-	rep := report(t, w.rec)
-	requireSafe(t, rep, holdsSince(w.rec, back))
 }

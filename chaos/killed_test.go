@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/chaos"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -15,7 +16,7 @@ import (
 // exclusive.
 func TestKillOneOfFiveKeepsRenewedLock(t *testing.T) {
 	lab := startLab(t, 5)
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	rec := chaos.NewRecorder()
 	holder := newClient(t, lab.Clients(t), redlock.WithAutoRenew(true))
 	rival := newClient(t, lab.Clients(t))
@@ -25,7 +26,7 @@ func TestKillOneOfFiveKeepsRenewedLock(t *testing.T) {
 	}
 	renewals := 0
 	err = rec.Hold(ctx, "holder", l, func(ctx context.Context) {
-		kill(t, lab, 0)
+		lab.Kill(t, 0)
 		killed := time.Now()
 		last := l.Until()
 		for time.Since(killed) < 3*ttl+ttl/2 {
@@ -57,7 +58,7 @@ func TestKillOneOfFiveKeepsRenewedLock(t *testing.T) {
 // holder is told — Done closed, Err ErrLockLost — before Until().
 func TestKillThreeOfFiveSignalsLossBeforeValidityEnds(t *testing.T) {
 	lab := startLab(t, 5)
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	rec := chaos.NewRecorder()
 	holder := newClient(t, lab.Clients(t), redlock.WithAutoRenew(true))
 	l, err := holder.Lock(ctx, "k")
@@ -65,7 +66,7 @@ func TestKillThreeOfFiveSignalsLossBeforeValidityEnds(t *testing.T) {
 		t.Fatalf("Lock: %v", err)
 	}
 	err = rec.Hold(ctx, "holder", l, func(ctx context.Context) {
-		kill(t, lab, 0, 1, 2)
+		lab.Kill(t, 0, 1, 2)
 		select {
 		case <-ctx.Done(): // the loss signal
 		case <-time.After(2 * ttl):

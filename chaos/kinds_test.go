@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/chaos"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -30,16 +31,16 @@ func TestKindsKillMasterMidLease(t *testing.T) {
 			lab := startLab(t, 5)
 			w := contend(t, lab, 2, 3)
 			w.kind, w.tryers = k.kind, 1
-			ctx := testCtx(t, time.Minute)
+			ctx := testkit.Context(t, time.Minute)
 			stop := w.start(t, 11)
 			pause(ctx, 200*time.Millisecond)
 			w.waitHeld(t)
-			kill(t, lab, 0)
+			lab.Kill(t, 0)
 			pause(ctx, ttl/2)
-			restart(t, lab, true, 0)
+			lab.Restart(t, true, 0)
 			back := w.rec.Now()
 			w.waitHeld(t)
-			kill(t, lab, 1)
+			lab.Kill(t, 1)
 			w.waitResumed(t, back, "the kills")
 			pause(ctx, ttl)
 			stop()
@@ -103,7 +104,7 @@ func TestKindsStalledHolderIsFenced(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			lab := startLab(t, 5)
-			ctx := testCtx(t, 30*time.Second)
+			ctx := testkit.Context(t, 30*time.Second)
 			var store chaos.FencedStore
 			a := newClient(t, lab.Clients(t), redlock.WithAutoRenew(false))
 			b := newClient(t, lab.Clients(t))

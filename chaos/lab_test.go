@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/chaos"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -36,16 +37,7 @@ func startLab(t *testing.T, n int, opts ...redislab.Option) *redislab.Lab {
 // the redis clients, which were registered earlier).
 func newClient(t *testing.T, nodes []redis.UniversalClient, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
-	c, err := redlock.New(nodes, labOptions(opts)...)
-	if err != nil {
-		t.Fatalf("redlock.New: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return c
+	return testkit.Open(t, redlock.New, nodes, labOptions(opts)...)
 }
 
 // labOptions returns the scenarios' settings (ttl, nodeTimeout) followed by
@@ -76,39 +68,6 @@ func warmUp(t *testing.T, clients ...*redlock.Client) {
 
 // warmWait bounds each client's warm-up.
 const warmWait = 10 * time.Second
-
-// waitFor polls cond until it holds, failing t after d.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	redislab.Eventually(t, d, what, cond)
-}
-
-// testCtx returns a context cancelled after d or at the end of the test.
-func testCtx(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// kill SIGKILLs the given nodes of lab.
-func kill(t *testing.T, lab *redislab.Lab, nodes ...int) {
-	t.Helper()
-	for _, i := range nodes {
-		if err := lab.Nodes[i].Kill(); err != nil {
-			t.Fatalf("kill node %d: %v", i, err)
-		}
-	}
-}
-
-// restart restarts the given nodes of lab, empty or from their AOF.
-func restart(t *testing.T, lab *redislab.Lab, empty bool, nodes ...int) {
-	t.Helper()
-	for _, i := range nodes {
-		if err := lab.Nodes[i].Restart(empty); err != nil {
-			t.Fatalf("restart node %d (empty=%v): %v", i, empty, err)
-		}
-	}
-}
 
 // rivalTry makes one TryLock by a rival client. An unexpected success is
 // recorded as a hold, so that the checker counts the overlap, and reported.

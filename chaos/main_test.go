@@ -6,8 +6,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/seed818c56a1/quorumlock/internal/redislab"
-	"go.uber.org/goleak"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -16,7 +15,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("CHAOS_REDIS_LOG") == "" {
 		redis.SetLogger(quiet{})
 	}
-	goleak.VerifyTestMain(m, redislab.LeakIgnores()...)
+	testkit.Main(m)
 }
 
 // quiet is a go-redis logger that drops everything.

@@ -1,12 +1,13 @@
 package chaos_test
 
 import (
-	"github.com/seed818c56a1/quorumlock/chaos"
 	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/seed818c56a1/quorumlock/chaos"
 	"github.com/seed818c56a1/quorumlock/internal/faultproxy"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 )
 
 // Slow masters under contention: one slow but within the node timeout, one
@@ -17,7 +18,7 @@ func TestNetworkLatency(t *testing.T) {
 	lab := startLab(t, 5)
 	m := newMesh(t, lab, 3)
 	w := m.contention(3)
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.Context(t, time.Minute)
 	stop := w.start(t, 4)
 	pause(ctx, 200*time.Millisecond)
 	w.waitHeld(t)
@@ -28,78 +29,56 @@ func TestNetworkLatency(t *testing.T) {
 	pause(ctx, 3*ttl)
 	m.heal()
 	pause(ctx, ttl)
-	stop()
-	rep := report(t, w.rec)
-	requireSafe(t, rep, holdsSince(w.rec, slow))
+	settle(t, w, stop, slow)
 }
 
-// Blackholed masters: a minority first (service goes on through the
-// others), then a majority (holders are told before validity ends, nobody
-// acquires), then the network heals and service resumes.
-func TestNetworkBlackhole(t *testing.T) {
-	lab := startLab(t, 5)
-	m := newMesh(t, lab, 3)
-	w := m.contention(1)
-	ctx := testCtx(t, time.Minute)
-	long := longHold(t, ctx, w.rec, m.clients[0])
-	stop := w.start(t, 5)
-	pause(ctx, 200*time.Millisecond)
-	w.waitHeld(t)
-	blackhole := func(p *faultproxy.Proxy) { p.SetBlackhole(true) }
-	m.onNodes(blackhole, 0, 1)
-	minority := w.rec.Now()
-	pause(ctx, 2*ttl)
-	// A minority down must not stop the contenders (it once did: waiters lost
-	// their place in line, or a late refusal left a stale first in line; see
-	// CHAOS.md, "Library bugs found here", item 3).
-	requireLive(t, w.rec, minority, "2 of 5 masters were blackholed")
-	m.onNodes(blackhole, 2)
-	cut := w.rec.Now() + 2*nodeTimeout // attempts in flight may still win
-	requireLoss(t, long, 2*ttl)
-	pause(ctx, ttl)
-	healed := w.rec.Now()
-	m.heal()
-	w.waitResumed(t, healed, "the network healed")
-	stop()
-	rep := report(t, w.rec)
-	requireSafe(t, rep, holdsSince(w.rec, healed))
-	if n := holdsBetween(w.rec, cut, healed); n > 0 {
-		t.Errorf("%d acquisitions while 3 of 5 masters were blackholed, want 0", n)
+// Masters cut off by a network fault: a minority first (service goes on
+// through the others), then a majority (holders are told before validity
+// ends, nobody acquires), then the network heals and service resumes. A row
+// per fault: blackholed masters, whose requests and replies vanish, and lost
+// replies, where masters apply every write but their answers vanish — the
+// writes whose replies were lost are undone or expire.
+func TestNetworkMinorityThenMajority(t *testing.T) {
+	tests := []struct {
+		name   string
+		seed   uint64
+		fault  func(*faultproxy.Proxy)
+		what   string        // what the fault did to the masters
+		outage time.Duration // how long the majority stays cut off after the loss
+		healed string        // what clearing the fault is
+	}{
+		{"blackhole", 5, func(p *faultproxy.Proxy) { p.SetBlackhole(true) }, "were blackholed", ttl, "the network healed"},
+		{"lost replies", 6, func(p *faultproxy.Proxy) { p.SetDropReplies(true) }, "lost their replies", ttl / 2, "replies came back"},
 	}
-	requireToldInTime(t, rep)
-}
-
-// Lost replies: masters apply every write but their answers vanish. With a
-// minority affected, service goes on and the writes whose replies were
-// lost are undone or expire; with a majority affected, nobody acquires.
-func TestNetworkLostReplies(t *testing.T) {
-	lab := startLab(t, 5)
-	m := newMesh(t, lab, 3)
-	w := m.contention(1)
-	ctx := testCtx(t, time.Minute)
-	long := longHold(t, ctx, w.rec, m.clients[0])
-	stop := w.start(t, 6)
-	pause(ctx, 200*time.Millisecond)
-	w.waitHeld(t)
-	drop := func(p *faultproxy.Proxy) { p.SetDropReplies(true) }
-	m.onNodes(drop, 0, 1)
-	minority := w.rec.Now()
-	pause(ctx, 2*ttl)
-	requireLive(t, w.rec, minority, "2 of 5 masters lost their replies")
-	m.onNodes(drop, 2)
-	cut := w.rec.Now() + 2*nodeTimeout
-	requireLoss(t, long, 2*ttl)
-	pause(ctx, ttl/2)
-	healed := w.rec.Now()
-	m.heal()
-	w.waitResumed(t, healed, "replies came back")
-	stop()
-	rep := report(t, w.rec)
-	requireSafe(t, rep, holdsSince(w.rec, healed))
-	if n := holdsBetween(w.rec, cut, healed); n > 0 {
-		t.Errorf("%d acquisitions while 3 of 5 masters' replies were lost, want 0", n)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lab := startLab(t, 5)
+			m := newMesh(t, lab, 3)
+			w := m.contention(1)
+			ctx := testkit.Context(t, time.Minute)
+			long := longHold(t, ctx, w.rec, m.clients[0])
+			stop := w.start(t, tt.seed)
+			pause(ctx, 200*time.Millisecond)
+			w.waitHeld(t)
+			m.onNodes(tt.fault, 0, 1)
+			minority := w.rec.Now()
+			pause(ctx, 2*ttl)
+			// A minority down must not stop the contenders (it once did: waiters
+			// lost their place in line, or a late refusal left a stale first in
+			// line; see CHAOS.md, "Library bugs found here", item 3).
+			requireLive(t, w.rec, minority, "2 of 5 masters "+tt.what)
+			m.onNodes(tt.fault, 2)
+			cut := w.rec.Now() + 2*nodeTimeout // attempts in flight may still win
+			requireLoss(t, long, 2*ttl)
+			pause(ctx, tt.outage)
+			healed := w.rec.Now()
+			m.heal()
+			w.waitResumed(t, healed, tt.healed)
+			rep := settle(t, w, stop, healed)
+			requireNoneBetween(t, w.rec, cut, healed, "3 of 5 masters "+tt.what)
+			requireToldInTime(t, rep)
+		})
 	}
-	requireToldInTime(t, rep)
 }
 
 // Partitions that split the clients from different minorities: each client
@@ -112,7 +91,7 @@ func TestNetworkPartitionedClients(t *testing.T) {
 	m := newMesh(t, lab, 3)
 	w := m.contention(1)
 	w.tryers = 1
-	ctx := testCtx(t, time.Minute)
+	ctx := testkit.Context(t, time.Minute)
 	long := longHold(t, ctx, w.rec, m.clients[0])
 	stop := w.start(t, 7)
 	rng := rand.New(rand.NewPCG(7, 7))
@@ -131,9 +110,7 @@ func TestNetworkPartitionedClients(t *testing.T) {
 	healed := w.rec.Now()
 	m.heal()
 	w.waitResumed(t, healed, "the partition healed")
-	stop()
-	rep := report(t, w.rec)
-	requireSafe(t, rep, holdsSince(w.rec, healed))
+	rep := settle(t, w, stop, healed)
 	requireToldInTime(t, rep)
 }
 

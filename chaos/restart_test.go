@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/chaos"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/quorum"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
@@ -52,7 +53,7 @@ func immediateEmptyRestart(t *testing.T, opts ...redlock.Option) (chaos.Report, 
 	t.Helper()
 	lab := startLab(t, 5)
 	m := newMesh(t, lab, 2, opts...)
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	a, b := m.clients[0], m.clients[1]
 	warmUp(t, a, b) // both have talked to every master before the restart
 	m.refuse(0, 3, 4)
@@ -64,7 +65,7 @@ func immediateEmptyRestart(t *testing.T, opts ...redlock.Option) (chaos.Report, 
 	}
 	bWon := false
 	rec.Hold(ctx, "A", la, func(ctx context.Context) {
-		restart(t, lab, true, 0)
+		lab.Restart(t, true, 0)
 		bWon, _ = tryUntil(t, ctx, rec, b, "B", la.Until())
 		if bWon && (la.Err() != nil || !time.Now().Before(la.Until())) {
 			t.Errorf("A's lock had ended (Err %v) when B won: no overlap to show", la.Err())
@@ -131,7 +132,7 @@ func TestImmediateEmptyRestartFreshClientIsSafe(t *testing.T) {
 	}
 	// A unlocked masters 1 and 2 when told: B wins without waiting for the
 	// restarted master's guard.
-	ctx := testCtx(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	lb, err := f.b.Lock(ctx, "k", redlock.WithAutoRenew(false))
 	if err != nil {
 		t.Fatalf("B Lock after A unlocked: %v", err)
@@ -182,7 +183,7 @@ func freshClientAfterEmptyRestart(t *testing.T, bOpts ...redlock.Option) *freshR
 	t.Helper()
 	lab := startLab(t, 5)
 	m := newMesh(t, lab, 1, redlock.WithTTL(freshTTL))
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	warmUp(t, m.clients[0]) // A; B is made after the restart, cold
 	m.refuse(0, 3, 4)
 	f := &freshRace{rec: chaos.NewRecorder()}
@@ -191,7 +192,7 @@ func freshClientAfterEmptyRestart(t *testing.T, bOpts ...redlock.Option) *freshR
 		t.Fatalf("A Lock through masters 0, 1, 2: %v", err)
 	}
 	f.rec.Hold(ctx, "A", la, func(ctx context.Context) {
-		restart(t, lab, true, 0)
+		lab.Restart(t, true, 0)
 		f.restarted = time.Now()
 		f.b = newClient(t, lab.Clients(t), append([]redlock.Option{redlock.WithTTL(freshTTL)}, bOpts...)...)
 		f.won, f.refusals = tryUntil(t, ctx, f.rec, f.b, "B", la.Until())

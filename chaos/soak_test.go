@@ -11,6 +11,7 @@ import (
 	"github.com/seed818c56a1/quorumlock/chaos"
 	"github.com/seed818c56a1/quorumlock/internal/faultproxy"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -44,7 +45,7 @@ func TestSoak(t *testing.T) {
 	s := &soak{t: t, lab: lab, m: m, w: w, rng: rand.New(rand.NewPCG(*soakSeed, 0x50a4))}
 	closeAll := closeSeats(t, w)
 	t.Cleanup(closeAll) // after the holders stopped (Cleanup runs last-in first-out)
-	ctx := testCtx(t, *soakDur+5*time.Minute)
+	ctx := testkit.Context(t, *soakDur+5*time.Minute)
 	stopLong := longHolds(ctx, w.rec, w.seats[0])
 	lag := probeLag(w.rec.Now)
 	stop := w.start(t, *soakSeed)
@@ -167,8 +168,8 @@ const (
 var faults = []fault{
 	{"crash, delayed empty restart", ttl + ttl/4, atHeal, func(s *soak) func() { // down longer than the maximum TTL
 		nodes := s.pick(1, 2)
-		kill(s.t, s.lab, nodes...)
-		return func() { restart(s.t, s.lab, true, nodes...) }
+		s.lab.Kill(s.t, nodes...)
+		return func() { s.lab.Restart(s.t, true, nodes...) }
 	}},
 	{"crash, immediate restarts (AOF)", 0, atInject, func(s *soak) func() {
 		return s.rolling(s.rng.Uint64(), false)
@@ -183,8 +184,8 @@ var faults = []fault{
 	}},
 	{"majority down (3 of 5 killed)", 0, atHeal, func(s *soak) func() {
 		nodes := s.pick(3, 3)
-		kill(s.t, s.lab, nodes...)
-		return func() { restart(s.t, s.lab, false, nodes...) }
+		s.lab.Kill(s.t, nodes...)
+		return func() { s.lab.Restart(s.t, false, nodes...) }
 	}},
 	{"latency", 0, noRestart, func(s *soak) func() {
 		s.m.onNodes(func(p *faultproxy.Proxy) {

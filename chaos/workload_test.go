@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/chaos"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -170,14 +171,14 @@ func (w *contention) fail(err error) {
 // injected then lands mid-lease.
 func (w *contention) waitHeld(t *testing.T) {
 	t.Helper()
-	waitFor(t, 5*time.Second, "a holder inside its critical section", func() bool { return w.held.Load() > 0 })
+	testkit.Eventually(t, 5*time.Second, "a holder inside its critical section", func() bool { return w.held.Load() > 0 })
 }
 
 // waitResumed waits for a hold that started after offset since, when the
 // fault was cleared, and logs how long service took to resume.
 func (w *contention) waitResumed(t *testing.T, since time.Duration, what string) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "an acquisition after "+what, func() bool { return holdsSince(w.rec, since) > 0 })
+	testkit.Eventually(t, 10*time.Second, "an acquisition after "+what, func() bool { return holdsSince(w.rec, since) > 0 })
 	first := w.rec.Now()
 	for _, h := range w.rec.History() {
 		if h.Start >= since {

@@ -70,43 +70,77 @@ func TestRunReturnsOnceSettled(t *testing.T) {
 	}
 }
 
-func TestRunFailsSilentNodesAtTimeout(t *testing.T) {
-	cases := []struct {
-		name     string
-		script   string
-		answered int // answers to count before time passes
-		want     string
-	}{
-		{"all silent", "ggggg", 0, "FFFFF"},
-		{"two grants in time", "GGggg", 2, "GGFFF"},
-		{"a refusal in time", "gRg", 1, "FRF"},
-		{"one node", "g", 0, "F"},
+// Nodes that have not answered when Run ends — at the node timeout, or when
+// its ctx is cancelled — fail with that reason and no value; the answers
+// counted before stand, and Run leaves no timer behind. A row per end and
+// script.
+func TestRunFailsUnansweredNodes(t *testing.T) {
+	type ending struct {
+		name    string
+		end     func(t *testing.T, r *rig, cancel context.CancelFunc)
+		failed  func(error) bool // whether an unanswered node's error is the end's
+		wantErr string           // failed, in words
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			r := newRig(t, c.script)
-			q := r.round(0)
-			waitFor := r.counted(&q)
-			out := r.start(context.Background(), q)
-			waitFor(c.answered)
+	timedOut := ending{
+		name: "timeout",
+		end: func(t *testing.T, r *rig, _ context.CancelFunc) {
 			r.sleeping()
 			r.clock.Advance(timeout - time.Nanosecond)
 			if n := r.clock.Sleepers(); n != 1 {
 				t.Fatalf("after Timeout−1ns: %d timers waiting, want Run's 1 still armed", n)
 			}
 			r.clock.Advance(time.Nanosecond)
+		},
+		failed: func(err error) bool {
+			return errors.Is(err, quorum.ErrTimeout) && errors.Is(err, context.DeadlineExceeded)
+		},
+		wantErr: "one matching ErrTimeout and context.DeadlineExceeded",
+	}
+	cancelled := ending{
+		name:    "cancel",
+		end:     func(_ *testing.T, _ *rig, cancel context.CancelFunc) { cancel() },
+		failed:  func(err error) bool { return err == context.Canceled },
+		wantErr: "context.Canceled",
+	}
+	cases := []struct {
+		ending
+		what     string
+		script   string
+		answered int // answers to count before Run ends
+		want     string
+	}{
+		{timedOut, "all silent", "ggggg", 0, "FFFFF"},
+		{timedOut, "two grants in time", "GGggg", 2, "GGFFF"},
+		{timedOut, "a refusal in time", "gRg", 1, "FRF"},
+		{timedOut, "one node", "g", 0, "F"},
+		{cancelled, "all blocked", "ggg", 0, "FFF"},
+		{cancelled, "one grant counted", "Gggrg", 1, "GFFFF"},
+	}
+	for _, c := range cases {
+		t.Run(c.name+"/"+c.what, func(t *testing.T) {
+			r := newRig(t, c.script)
+			q := r.round(0)
+			waitFor := r.counted(&q)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			out := r.start(ctx, q)
+			waitFor(c.answered)
+			c.end(t, r, cancel)
 			got := r.await(out)
 			checkAnswered(t, r, got, c.want)
 			for i, v := range got.Votes {
 				if !held(c.script[i]) {
 					continue
 				}
-				if !errors.Is(v.Err, quorum.ErrTimeout) || !errors.Is(v.Err, context.DeadlineExceeded) {
-					t.Errorf("node %d: Err = %v, want one matching ErrTimeout and context.DeadlineExceeded", i, v.Err)
+				if !c.failed(v.Err) {
+					t.Errorf("node %d: Err = %v, want %s", i, v.Err, c.wantErr)
 				}
 				if v.Value != "" {
-					t.Errorf("node %d: timed-out vote has Value %q, want none", i, v.Value)
+					t.Errorf("node %d: unanswered vote has Value %q, want none", i, v.Value)
 				}
+			}
+			if n := r.clock.Sleepers(); n != 0 {
+				t.Errorf("%d timers left on the clock after Run, want 0", n)
 			}
 			r.checkLate()
 		})
@@ -158,41 +192,6 @@ func TestRunGivesEachCallItsDeadline(t *testing.T) {
 					t.Errorf("node %d: ctx.Value = %v, want the parent's %q", i, got, "v")
 				}
 			}
-		})
-	}
-}
-
-func TestRunEndsWhenCtxIsCancelled(t *testing.T) {
-	cases := []struct {
-		name     string
-		script   string
-		answered int
-		want     string
-	}{
-		{"all blocked", "ggg", 0, "FFF"},
-		{"one grant counted", "Gggrg", 1, "GFFFF"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			r := newRig(t, c.script)
-			q := r.round(0)
-			waitFor := r.counted(&q)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			out := r.start(ctx, q)
-			waitFor(c.answered)
-			cancel()
-			got := r.await(out)
-			checkAnswered(t, r, got, c.want)
-			for i, v := range got.Votes {
-				if held(c.script[i]) && (v.Err != context.Canceled || v.Value != "") {
-					t.Errorf("node %d: vote %+v, want Failed with context.Canceled and no value", i, v)
-				}
-			}
-			if n := r.clock.Sleepers(); n != 0 {
-				t.Errorf("%d timers left on the clock after Run, want 0", n)
-			}
-			r.checkLate()
 		})
 	}
 }

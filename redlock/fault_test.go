@@ -65,23 +65,27 @@ func TestFailedAttemptWithLostRepliesLeavesNoKey(t *testing.T) {
 // A re-sent attempt with the same value (its first reply was lost) is
 // granted, not blocked by itself: the lock is obtained once the fault clears.
 func TestLockSucceedsAfterLostRepliesClear(t *testing.T) {
-	c, proxies, _ := faultLab(t, 5, redlock.WithNodeTimeout(faultTimeout))
+	c, proxies, direct := faultLab(t, 5, redlock.WithNodeTimeout(faultTimeout))
 	ctx := ctxFor(t, 10*time.Second)
 	for _, p := range proxies[:3] {
 		p.SetDropReplies(true)
 	}
+	got := make(chan error, 1)
 	go func() {
-		time.Sleep(100 * time.Millisecond)
-		for _, p := range proxies[:3] {
-			p.SetDropReplies(false)
+		l, err := c.Lock(ctx, "k")
+		if err == nil {
+			err = l.Unlock(ctx)
 		}
+		got <- err
 	}()
-	l, err := c.Lock(ctx, "k")
-	if err != nil {
-		t.Fatalf("Lock: %v", err)
+	// Lock listens for a release only after an attempt failed: its first,
+	// whose replies were lost (or it returned, and got tells why).
+	eventually(t, 5*time.Second, "a failed attempt", func() bool { return listening(t, direct, "k") > 0 || len(got) > 0 })
+	for _, p := range proxies[:3] {
+		p.SetDropReplies(false)
 	}
-	if err := l.Unlock(ctx); err != nil {
-		t.Fatalf("Unlock: %v", err)
+	if err := <-got; err != nil {
+		t.Fatalf("Lock, then Unlock: %v", err)
 	}
 }
 
@@ -264,11 +268,7 @@ func TestCloseWithDeadMastersIsPrompt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, i := range []int{3, 4} {
-		if err := l.Nodes[i].Kill(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	l.Kill(t, 3, 4)
 	ctx := ctxFor(t, 10*time.Second)
 	lk, err := c.TryLock(ctx, "k")
 	if err != nil {

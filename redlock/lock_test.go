@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -163,75 +164,95 @@ func countOutcome(qe *redlock.QuorumError, o quorum.Outcome) int {
 	return n
 }
 
-// Lock gives up when ctx ends; the error tells both why (ctx) and what
-// (not obtained), with the last round's votes.
-func TestLockCancellationMatchesCtxAndNotObtained(t *testing.T) {
+// A Lock on a held key waits in line until the holder releases it, its ctx
+// ends or the Client's maximum wait passes; when it gives up, the error tells
+// both why (ctx) and what (not obtained). A row per end of the wait.
+func TestLockWaitsUntil(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []redlock.Option // the waiting Client's
+		ctx  func(test context.Context) (context.Context, context.CancelFunc)
+		// end ends the wait once the waiter is in line on a majority; nil
+		// when the wait ends by itself.
+		end       func(cancel context.CancelFunc, held *redlock.Lock) error
+		want      []error // each matched by the waiter's error; none: obtained
+		wantVotes bool    // the error carries the last round's *QuorumError
+	}{
+		{
+			name: "its deadline",
+			ctx: func(test context.Context) (context.Context, context.CancelFunc) {
+				return context.WithTimeout(test, 100*time.Millisecond)
+			},
+			want: []error{redlock.ErrNotObtained, context.DeadlineExceeded}, wantVotes: true,
+		},
+		{
+			name: "its ctx is cancelled",
+			ctx:  context.WithCancel,
+			end:  func(cancel context.CancelFunc, _ *redlock.Lock) error { cancel(); return nil },
+			want: []error{redlock.ErrNotObtained, context.Canceled},
+		},
+		{
+			name: "the maximum wait, without a deadline",
+			opts: []redlock.Option{redlock.WithMaxWait(150 * time.Millisecond)},
+			ctx: func(context.Context) (context.Context, context.CancelFunc) {
+				return context.WithCancel(context.Background())
+			},
+			want: []error{redlock.ErrNotObtained, context.DeadlineExceeded},
+		},
+		{
+			name: "the release",
+			ctx:  context.WithCancel,
+			end:  func(_ context.CancelFunc, held *redlock.Lock) error { return held.Unlock(context.Background()) },
+		},
+	}
 	c, nodes, _ := lab(t, 3)
-	other := newClient(t, nodes)
-	ctx := ctxFor(t, 10*time.Second)
-	held, err := c.TryLock(ctx, "k")
-	if err != nil {
-		t.Fatalf("TryLock: %v", err)
-	}
-	defer held.Unlock(ctx)
-
-	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	_, err = other.Lock(short, "k")
-	var qe *redlock.QuorumError
-	if !errors.Is(err, redlock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &qe) {
-		t.Fatalf("Lock past its deadline = %v, want ErrNotObtained, DeadlineExceeded and a *QuorumError", err)
-	}
-
-	cancelled, cancel2 := context.WithCancel(ctx)
-	go func() { time.Sleep(30 * time.Millisecond); cancel2() }()
-	_, err = other.Lock(cancelled, "k")
-	if !errors.Is(err, redlock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled Lock = %v, want ErrNotObtained and Canceled", err)
-	}
-}
-
-func TestLockWithoutDeadlineIsBoundedByMaxWait(t *testing.T) {
-	c, nodes, _ := lab(t, 3)
-	other := newClient(t, nodes, redlock.WithMaxWait(150*time.Millisecond))
-	ctx := context.Background()
-	held, err := c.TryLock(ctx, "k")
-	if err != nil {
-		t.Fatalf("TryLock: %v", err)
-	}
-	defer held.Unlock(ctx)
-	_, err = other.Lock(ctx, "k")
-	if !errors.Is(err, redlock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Lock = %v, want ErrNotObtained and DeadlineExceeded after the maximum wait", err)
-	}
-}
-
-func TestLockWaitsForRelease(t *testing.T) {
-	c, nodes, _ := lab(t, 3)
-	other := newClient(t, nodes)
-	ctx := ctxFor(t, 10*time.Second)
-	held, err := c.TryLock(ctx, "k")
-	if err != nil {
-		t.Fatalf("TryLock: %v", err)
-	}
-	got := make(chan error, 1)
-	go func() {
-		l, err := other.Lock(ctx, "k")
-		if err == nil {
-			err = l.Unlock(ctx)
-		}
-		got <- err
-	}()
-	select {
-	case err := <-got:
-		t.Fatalf("Lock returned %v while the key was held", err)
-	case <-time.After(50 * time.Millisecond):
-	}
-	if err := held.Unlock(ctx); err != nil {
-		t.Fatalf("Unlock: %v", err)
-	}
-	if err := <-got; err != nil {
-		t.Fatalf("waiting Lock: %v", err)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key := fmt.Sprint("k", i)
+			other := newClient(t, nodes, tt.opts...)
+			test := ctxFor(t, 10*time.Second)
+			held, err := c.TryLock(test, key)
+			if err != nil {
+				t.Fatalf("TryLock: %v", err)
+			}
+			defer held.Unlock(test)
+			ctx, cancel := tt.ctx(test)
+			defer cancel()
+			got := make(chan error, 1)
+			go func() {
+				l, err := other.Lock(ctx, key)
+				if err == nil {
+					err = l.Unlock(test)
+				}
+				got <- err
+			}()
+			if tt.end != nil {
+				eventually(t, 5*time.Second, "the waiter in line on a majority", func() bool {
+					return inLine(t, nodes, key, "") >= quorum.Majority(len(nodes))
+				})
+				select {
+				case err := <-got:
+					t.Fatalf("Lock returned %v while the key was held", err)
+				default:
+				}
+				if err := tt.end(cancel, held); err != nil {
+					t.Fatalf("ending the wait: %v", err)
+				}
+			}
+			err = <-got
+			var qe *redlock.QuorumError
+			if len(tt.want) == 0 && err != nil {
+				t.Fatalf("waiting Lock: %v, want the lock", err)
+			}
+			for _, want := range tt.want {
+				if !errors.Is(err, want) {
+					t.Errorf("Lock = %v, want it to match %v", err, want)
+				}
+			}
+			if tt.wantVotes && !errors.As(err, &qe) {
+				t.Errorf("Lock = %v, want a *QuorumError with the last round's votes", err)
+			}
+		})
 	}
 }
 

@@ -1,19 +1,17 @@
 package redlock_test
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, redislab.LeakIgnores()...)
+	testkit.Main(m)
 }
 
 // lab starts n masters and returns a Client over them (closed in Cleanup,
@@ -27,37 +25,19 @@ func lab(t *testing.T, n int, opts ...redlock.Option) (*redlock.Client, []redis.
 }
 
 // testNodeTimeout replaces the default node timeout in tests that are not
-// about timeouts: the suite runs under -race on a shared two-core machine,
-// where a loopback call can take tens of milliseconds. Tests about timeouts
-// set their own, after it.
-const testNodeTimeout = 150 * time.Millisecond
+// about timeouts (see testkit.NodeTimeout). Tests about timeouts set their
+// own, after it.
+const testNodeTimeout = testkit.NodeTimeout
 
 func newClient(t *testing.T, nodes []redis.UniversalClient, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
-	c, err := redlock.New(nodes, append([]redlock.Option{redlock.WithNodeTimeout(testNodeTimeout)}, opts...)...)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return c
+	return testkit.Open(t, redlock.New, nodes, append([]redlock.Option{redlock.WithNodeTimeout(testNodeTimeout)}, opts...)...)
 }
 
 // holders returns, per node, the owner stored in key's lock ("" if none).
 func holders(t *testing.T, nodes []redis.UniversalClient, key string) []string {
 	t.Helper()
-	out := make([]string, len(nodes))
-	for i, n := range nodes {
-		v, err := n.HGet(context.Background(), redlock.DefaultPrefix+"{"+key+"}", "owner").Result()
-		if err != nil && err != redis.Nil {
-			t.Fatalf("node %d: HGET: %v", i, err)
-		}
-		out[i] = v
-	}
-	return out
+	return testkit.Owners(t, nodes, redlock.Keys(redlock.DefaultPrefix, key).Lock)
 }
 
 // countHeld returns how many nodes hold key's lock for anyone.
@@ -72,17 +52,32 @@ func countHeld(t *testing.T, nodes []redis.UniversalClient, key string) int {
 	return n
 }
 
-// eventually waits until cond holds, failing the test after d.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+// inLine returns on how many nodes owner waits in key's line; with owner
+// "", on how many anyone does.
+func inLine(t *testing.T, nodes []redis.UniversalClient, key, owner string) int {
 	t.Helper()
-	redislab.Eventually(t, d, what, cond)
+	queue := redlock.Keys(redlock.DefaultPrefix, key).Queue
+	return testkit.Count(nodes, func(n redis.UniversalClient) bool {
+		if owner == "" {
+			return testkit.QueueLen(t, n, queue) > 0
+		}
+		return testkit.Queued(t, n, queue, owner)
+	})
 }
 
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
+// listening returns on how many nodes someone is subscribed to key's
+// channel, on which a release is announced.
+func listening(t *testing.T, nodes []redis.UniversalClient, key string) int {
+	t.Helper()
+	channel := redlock.Keys(redlock.DefaultPrefix, key).Channel
+	return testkit.Count(nodes, func(n redis.UniversalClient) bool { return testkit.Subscribers(t, n, channel) > 0 })
 }
+
+// The package's short names for testkit's waits, used by every test file.
+var (
+	eventually = testkit.Eventually // waits until cond holds, failing the test after d
+	ctxFor     = testkit.Context    // a context that ends after d, or with the test
+)
 
 func splitLines(s string) []string { return strings.Split(strings.TrimSpace(s), "\n") }
 

@@ -1,40 +1,21 @@
 package redlock_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // WithLogger is quiet on the healthy path and logs, as structured records,
 // acquisitions that failed, node errors, failed renewals and the loss.
 func TestLoggerReportsFailuresOnly(t *testing.T) {
-	var buf syncBuffer
+	var buf testkit.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, nil))
 	c, proxies, _ := faultLab(t, 3, redlock.WithLogger(logger), redlock.WithNodeTimeout(faultTimeout), redlock.WithTTL(400*time.Millisecond))
 	ctx := ctxFor(t, 10*time.Second)

@@ -19,21 +19,13 @@ func TestRenewalRepairsQuorum(t *testing.T) {
 	lab.RequireControl(t)
 	rival := newClient(t, nodes, redlock.WithTTL(ttl))
 	ctx := ctxFor(t, 30*time.Second)
-	for _, i := range []int{3, 4} {
-		if err := lab.Nodes[i].Kill(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lab.Kill(t, 3, 4)
 	l, err := c.TryLock(ctx, "k")
 	if err != nil {
 		t.Fatalf("TryLock on 3 of 5: %v", err)
 	}
 	defer l.Unlock(ctx)
-	for _, i := range []int{3, 4} {
-		if err := lab.Nodes[i].Restart(true); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lab.Restart(t, true, 3, 4)
 	// They are counted once up for the restart guard (the TTL); until then
 	// they may already hold the key.
 	eventually(t, 5*ttl, "the lock set again on the masters that were down", func() bool {
@@ -41,9 +33,7 @@ func TestRenewalRepairsQuorum(t *testing.T) {
 		return h[3] != "" && h[3] == h[0] && h[4] == h[0]
 	})
 	waitCounted(t, ctx, l, 2*ttl)
-	if err := lab.Nodes[0].Kill(); err != nil {
-		t.Fatal(err)
-	}
+	lab.Kill(t, 0)
 	// Three renewal periods later it is still held, renewed by 1, 2, 3, 4.
 	deadline := time.Now().Add(3 * ttl)
 	for time.Now().Before(deadline) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/quorum"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
@@ -26,43 +27,6 @@ func safetyLab(t *testing.T, n int) *redislab.Lab {
 	l.RequireControl(t)
 	l.Trust(t, redlock.TrustStart)
 	return l
-}
-
-// killNodes kills the lab's nodes at the given indexes.
-func killNodes(t *testing.T, l *redislab.Lab, idx ...int) {
-	t.Helper()
-	for _, i := range idx {
-		if err := l.Nodes[i].Kill(); err != nil {
-			t.Fatalf("Kill node %d: %v", i, err)
-		}
-	}
-}
-
-// restartEmpty restarts the lab's nodes at the given indexes without their
-// data, in that order.
-func restartEmpty(t *testing.T, l *redislab.Lab, idx ...int) {
-	t.Helper()
-	for _, i := range idx {
-		if err := l.Nodes[i].Restart(true); err != nil {
-			t.Fatalf("Restart(empty) node %d: %v", i, err)
-		}
-	}
-}
-
-// pauseNodes pauses the lab's nodes at the given indexes, resumed in Cleanup.
-func pauseNodes(t *testing.T, l *redislab.Lab, idx ...int) {
-	t.Helper()
-	for _, i := range idx {
-		n := l.Nodes[i]
-		if err := n.Pause(); err != nil {
-			t.Fatalf("Pause node %d: %v", i, err)
-		}
-		t.Cleanup(func() {
-			if err := n.Resume(); err != nil {
-				t.Errorf("Resume node %d: %v", i, err)
-			}
-		})
-	}
 }
 
 // requireHeldOn fails t unless key's lock has an owner on each given node.
@@ -189,7 +153,7 @@ func eventuallyLocked(t *testing.T, d time.Duration, what string, try func() (*r
 		}
 	}()
 	next := time.Now()
-	redislab.Eventually(t, d, what, func() bool {
+	testkit.Eventually(t, d, what, func() bool {
 		if time.Now().Before(next) {
 			return false
 		}
@@ -204,7 +168,7 @@ func eventuallyLocked(t *testing.T, d time.Duration, what string, try func() (*r
 // and no renewal: A holds it on masters 0, 1 and 2 only.
 func holdOnThreeOfFive(t *testing.T, ctx context.Context, l *redislab.Lab, key string, ttl time.Duration) *redlock.Lock {
 	t.Helper()
-	killNodes(t, l, 3, 4)
+	l.Kill(t, 3, 4)
 	nodes := l.Clients(t, failFast)
 	a := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithAutoRenew(false))
 	held, err := a.TryLock(ctx, key)
@@ -224,7 +188,7 @@ func TestSafetyFreshClientAfterEmptyRestart(t *testing.T) {
 	l := safetyLab(t, 5)
 	ctx := ctxFor(t, 30*time.Second)
 	held := holdOnThreeOfFive(t, ctx, l, key, ttl)
-	restartEmpty(t, l, 3, 4, 2)
+	l.Restart(t, true, 3, 4, 2)
 	requireNoState(t, ctx, l, key, 2, 3, 4)
 
 	// Another process's Client: new redis clients, the default restart
@@ -301,7 +265,7 @@ func TestSafetyACLWithoutInfo(t *testing.T) {
 	}
 
 	held := holdOnThreeOfFive(t, ctx, l, key, ttl)
-	restartEmpty(t, l, 3, 4, 2)
+	l.Restart(t, true, 3, 4, 2)
 	requireNoState(t, ctx, l, key, 2, 3, 4)
 	allowAllButInfo(t, ctx, l, 2, 3, 4) // the restarts dropped the user
 	neverGranted(t, contend(t, ctx, b, held, key), 2, 3, 4)
@@ -316,7 +280,7 @@ func TestSafetyTokensGrowAfterOneEmptyRestart(t *testing.T) {
 	opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithAutoRenew(false), redlock.WithRestartGuard(ttl)}
 	l := safetyLab(t, 5)
 	ctx := ctxFor(t, 30*time.Second)
-	killNodes(t, l, 3, 4)
+	l.Kill(t, 3, 4)
 	a := newClient(t, l.Clients(t, failFast), opts...)
 	for i := range 5 {
 		lk, err := a.TryLock(ctx, key)
@@ -332,13 +296,13 @@ func TestSafetyTokensGrowAfterOneEmptyRestart(t *testing.T) {
 		t.Fatalf("A: sixth TryLock: %v", err)
 	}
 
-	restartEmpty(t, l, 3, 4)
-	killNodes(t, l, 2)
+	l.Restart(t, true, 3, 4)
+	l.Kill(t, 2)
 	down := time.Now()
-	redislab.Eventually(t, 3*ttl, "master 2 down longer than the TTL, past A's validity", func() bool {
+	testkit.Eventually(t, 3*ttl, "master 2 down longer than the TTL, past A's validity", func() bool {
 		return time.Since(down) > ttl && time.Now().After(sixth.Until())
 	})
-	restartEmpty(t, l, 2)
+	l.Restart(t, true, 2)
 
 	// Wait out the guard: B locks a probe key that masters 0, 1 refuse, so
 	// that only masters 2, 3 and 4 — all restarted — can give a majority.
@@ -358,7 +322,7 @@ func TestSafetyTokensGrowAfterOneEmptyRestart(t *testing.T) {
 	}
 
 	requireNoState(t, ctx, l, key, 2, 3, 4)
-	pauseNodes(t, l, 0, 1)
+	l.Pause(t, 0, 1)
 	next, err := b.TryLock(ctx, key)
 	if err != nil {
 		t.Fatalf("B: TryLock through masters 2, 3, 4: %v", err)
@@ -429,7 +393,7 @@ func TestSafetyAttemptLeavingLessThanLossMarginFails(t *testing.T) {
 	const ttl, timeout, stall = time.Second, 450 * time.Millisecond, 600 * time.Millisecond
 	l := safetyLab(t, 3)
 	ctx := ctxFor(t, 30*time.Second)
-	killNodes(t, l, 2)
+	l.Kill(t, 2)
 	nodes := l.Clients(t, failFast)
 	for _, n := range nodes {
 		n.AddHook(slowScripts{delay: 100 * time.Millisecond})
@@ -545,7 +509,7 @@ func TestSafetyReplicaNotCounted(t *testing.T) {
 	if err := replica.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
 		t.Fatalf("REPLICAOF: %v", err)
 	}
-	redislab.Eventually(t, 10*time.Second, "master_link_status:up on node 4", func() bool {
+	testkit.Eventually(t, 10*time.Second, "master_link_status:up on node 4", func() bool {
 		return strings.Contains(replica.Info(ctx, "replication").Val(), "master_link_status:up")
 	})
 	if err := replica.ConfigSet(ctx, "replica-read-only", "no").Err(); err != nil {
@@ -556,7 +520,7 @@ func TestSafetyReplicaNotCounted(t *testing.T) {
 	}
 
 	c := newClient(t, l.Clients(t, failFast)) // the dead masters cost nothing
-	killNodes(t, l, 2, 3)
+	l.Kill(t, 2, 3)
 	lk, err := c.TryLock(ctx, "stock")
 	if err == nil {
 		t.Fatalf("TryLock obtained (token %d) the lock with masters 0, 1 and the replica of 0: the replica was counted", lk.Token())

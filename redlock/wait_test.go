@@ -11,12 +11,16 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/quorum"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
-// handoffs measures n handoffs of key from holder to waiter: from the
-// holder's Unlock returning to the waiter's Lock returning.
-func handoffs(t *testing.T, holder, waiter *redlock.Client, n int) []time.Duration {
+// handoffs measures n handoffs of key "k" from holder to waiter: from the
+// holder's Unlock returning to the waiter's Lock returning. The holder lets
+// go once the waiter is in line on a majority of nodes and, when it listens,
+// subscribed to the key's channel on every node, so that the release can
+// wake it. nodes are clients of the lab, for the probes.
+func handoffs(t *testing.T, holder, waiter *redlock.Client, nodes []redis.UniversalClient, listens bool, n int) []time.Duration {
 	t.Helper()
 	ctx := ctxFor(t, time.Minute)
 	var out []time.Duration
@@ -25,9 +29,13 @@ func handoffs(t *testing.T, holder, waiter *redlock.Client, n int) []time.Durati
 		if err != nil {
 			t.Fatalf("holder Lock %d: %v", i, err)
 		}
+		if listens { // the last waiter's subscriptions are dropped: they cannot stand in for this one's
+			eventually(t, 5*time.Second, "no subscription left", func() bool { return listening(t, nodes, "k") == 0 })
+		}
+		owner := fmt.Sprint("waiter-", i) // the name the probes find it by
 		got := make(chan time.Time, 1)
 		go func() {
-			w, err := waiter.Lock(ctx, "k")
+			w, err := waiter.Lock(ctx, "k", redlock.WithOwner(owner))
 			got <- time.Now()
 			if err != nil {
 				t.Errorf("waiter Lock %d: %v", i, err)
@@ -35,7 +43,10 @@ func handoffs(t *testing.T, holder, waiter *redlock.Client, n int) []time.Durati
 			}
 			w.Unlock(ctx)
 		}()
-		time.Sleep(20 * time.Millisecond) // let the waiter queue and subscribe
+		eventually(t, 5*time.Second, "the waiter in line and listening", func() bool {
+			return inLine(t, nodes, "k", owner) >= quorum.Majority(len(nodes)) &&
+				(!listens || listening(t, nodes, "k") == len(nodes))
+		})
 		if err := l.Unlock(ctx); err != nil {
 			t.Fatalf("holder Unlock %d: %v", i, err)
 		}
@@ -51,7 +62,7 @@ func handoffs(t *testing.T, holder, waiter *redlock.Client, n int) []time.Durati
 func TestHandoffIsWokenByRelease(t *testing.T) {
 	holder, nodes, _ := lab(t, 5)
 	waiter := newClient(t, nodes, redlock.WithRetryDelay(500*time.Millisecond, time.Second))
-	took := handoffs(t, holder, waiter, 21)
+	took := handoffs(t, holder, waiter, nodes, true, 21)
 	median := took[len(took)/2]
 	t.Logf("handoff median %v, max %v", median, took[len(took)-1])
 	if median > 15*time.Millisecond {
@@ -76,7 +87,7 @@ func TestWaitingCompletesWithoutPubSub(t *testing.T) {
 	}
 	ps.Close()
 	waiter := newClient(t, deaf, redlock.WithRetryDelay(20*time.Millisecond, 40*time.Millisecond))
-	took := handoffs(t, holder, waiter, 5)
+	took := handoffs(t, holder, waiter, nodes, false, 5)
 	t.Logf("handoffs without pub/sub: %v", took)
 }
 
@@ -184,7 +195,7 @@ func TestNoStarvation(t *testing.T) {
 				waits = append(waits, time.Since(start))
 				counts[w]++
 				mu.Unlock()
-				time.Sleep(2 * time.Millisecond)
+				time.Sleep(2 * time.Millisecond) // the holder's work, not a wait for anything
 				lk.Unlock(ctx)
 			}
 		}()

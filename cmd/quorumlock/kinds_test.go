@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/quorum"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
@@ -35,7 +36,7 @@ until [ -e "$0/open" ]; do sleep 0.01; done`
 func (g gate) await(t *testing.T, n int) []map[string]string {
 	t.Helper()
 	var arrived []string
-	eventually(t, 20*time.Second, strconv.Itoa(n)+" commands inside at once", func() bool {
+	testkit.Eventually(t, 20*time.Second, strconv.Itoa(n)+" commands inside at once", func() bool {
 		arrived, _ = filepath.Glob(filepath.Join(string(g), "in.*"))
 		return len(arrived) >= n
 	})
@@ -203,7 +204,7 @@ func TestRunLimit(t *testing.T) {
 
 	waiter := start(t, "", withCmd(append(pool, "--wait", "30s"), "true")...)
 	var st *lockStatus
-	eventually(t, 20*time.Second, "status showing the waiter in line", func() bool {
+	testkit.Eventually(t, 20*time.Second, "status showing the waiter in line", func() bool {
 		code, st = statusJSON(t, nodes, "pool", "--limit", "2")
 		return code == 0 && waitersOnMajority(st.Semaphore) >= 1
 	})

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 )
 
 // loopScript prints its background child's pid and "started", then loops
@@ -30,14 +32,10 @@ func TestRunLockLost(t *testing.T) {
 			lab.RequireControl(t)
 			p := start(t, "", runArgs(nodes, "lost", "--ttl", "1s", "--grace", tc.grace,
 				"--", "sh", "-c", loopScript(tc.trap))...)
-			eventually(t, 10*time.Second, "the command to start", func() bool {
+			testkit.Eventually(t, 10*time.Second, "the command to start", func() bool {
 				return strings.Contains(p.stdout.String(), "started")
 			})
-			for _, n := range lab.Nodes[:2] { // a majority of three
-				if err := n.Kill(); err != nil {
-					t.Fatal(err)
-				}
-			}
+			lab.Kill(t, 0, 1) // a majority of three
 			if code := p.wait(t, 15*time.Second); code != exitLockLost {
 				t.Fatalf("status %d, want %d; stderr:\n%s", code, exitLockLost, p.stderr.String())
 			}
@@ -45,7 +43,7 @@ func TestRunLockLost(t *testing.T) {
 				t.Errorf("stdout %q lacks %q, or stderr %q does not report the loss", p.stdout.String(), tc.stdout, p.stderr.String())
 			}
 			bg := backgroundPid(t, p.stdout.String())
-			eventually(t, 5*time.Second, fmt.Sprintf("the command's background process %d to die", bg), func() bool {
+			testkit.Eventually(t, 5*time.Second, fmt.Sprintf("the command's background process %d to die", bg), func() bool {
 				return !alive(bg)
 			})
 		})
@@ -55,7 +53,7 @@ func TestRunLockLost(t *testing.T) {
 func TestRunForwardsSignals(t *testing.T) {
 	_, nodes := startLab(t, 3)
 	p := start(t, "", runArgs(nodes, "signals", "--", "sh", "-c", loopScript(`trap 'echo got-term; exit 5' TERM`))...)
-	eventually(t, 10*time.Second, "the command to start", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the command to start", func() bool {
 		return strings.Contains(p.stdout.String(), "started")
 	})
 	p.cmd.Process.Signal(syscall.SIGTERM)

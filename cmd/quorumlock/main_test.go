@@ -12,6 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
+
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 )
 
 // bin is the quorumlock binary the tests run, built once by binary.
@@ -61,28 +63,10 @@ func binary(t *testing.T) string {
 	return bin.path
 }
 
-// A syncBuffer is a bytes.Buffer that a process writes while a test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A proc is a quorumlock process started by a test.
 type proc struct {
 	cmd            *exec.Cmd
-	stdout, stderr syncBuffer
+	stdout, stderr testkit.Buffer
 	exited         chan struct{}
 }
 
@@ -136,18 +120,6 @@ func runBinary(t *testing.T, stdin string, args ...string) (code int, stdout, st
 	p := start(t, stdin, args...)
 	code = p.wait(t, 30*time.Second)
 	return code, p.stdout.String(), p.stderr.String()
-}
-
-// eventually fails t unless cond holds within timeout, polling it.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // inProcess runs quorumlock's main in this process with empty stdin and no

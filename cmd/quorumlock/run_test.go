@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -28,16 +28,7 @@ func startLab(t *testing.T, n int) (*redislab.Lab, string) {
 // owners returns each node's owner of key's lock ("" when free).
 func owners(t *testing.T, lab *redislab.Lab, key string) []string {
 	t.Helper()
-	lockKey := redlock.Keys(redlock.DefaultPrefix, key).Lock
-	var out []string
-	for i, c := range lab.Clients(t) {
-		v, err := c.HGet(context.Background(), lockKey, "owner").Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			t.Fatalf("node %d: HGET: %v", i, err)
-		}
-		out = append(out, v)
-	}
-	return out
+	return testkit.Owners(t, lab.Clients(t), redlock.Keys(redlock.DefaultPrefix, key).Lock)
 }
 
 // runArgs starts the arguments of a run on nodes, with a node timeout that
@@ -106,12 +97,8 @@ func commandCalls(t *testing.T, c redis.UniversalClient) int {
 func holdLock(t *testing.T, lab *redislab.Lab, key string) *redlock.Lock {
 	t.Helper()
 	// A generous node timeout: every node grants, even on a loaded machine.
-	c, err := redlock.New(lab.Clients(t), redlock.WithTTL(time.Minute), redlock.WithAutoRenew(false),
+	c := testkit.Open(t, redlock.New, lab.Clients(t), redlock.WithTTL(time.Minute), redlock.WithAutoRenew(false),
 		redlock.WithNodeTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
 	l, err := c.Lock(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +149,7 @@ func startWaiter(t *testing.T, lab *redislab.Lab, args []string) *proc {
 	node := lab.Clients(t)[0]
 	before := commandCalls(t, node)
 	p := start(t, "", args...)
-	eventually(t, 10*time.Second, "the waiter's first attempt", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the waiter's first attempt", func() bool {
 		return commandCalls(t, node) > before+1 // its PING, then an attempt
 	})
 	select {
@@ -176,11 +163,7 @@ func startWaiter(t *testing.T, lab *redislab.Lab, args []string) *proc {
 func TestRunUnavailable(t *testing.T) {
 	lab, nodes := startLab(t, 3)
 	lab.RequireControl(t)
-	for _, n := range lab.Nodes[1:] {
-		if err := n.Kill(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lab.Kill(t, 1, 2)
 	for _, wait := range []string{"0s", "300ms"} {
 		code, _, stderr := runBinary(t, "", runArgs(nodes, "down", "--wait", wait, "--", "true")...)
 		if code != exitUnavailable || !strings.Contains(stderr, "not obtained") {

@@ -58,16 +58,12 @@ func TestStatusJSON(t *testing.T) {
 		t.Errorf("%d nodes have a fence ≥ the token %d, want a majority (%d)", fenced, l.Token(), st.Need)
 	}
 
-	if err := lab.Nodes[spare].Kill(); err != nil {
-		t.Fatal(err)
-	}
+	lab.Kill(t, spare)
 	code, st = statusJSON(t, nodes, "jobs")
 	if down := st.Nodes[spare]; code != 0 || !st.Held || down.Reachable || down.Error == "" || st.Reachable != 2 {
 		t.Errorf("one node down: status %d, %+v; want 0, still held, node %d unreachable with an error", code, st, spare+1)
 	}
-	if err := lab.Nodes[(spare+1)%3].Kill(); err != nil {
-		t.Fatal(err)
-	}
+	lab.Kill(t, (spare+1)%3)
 	if code, st = statusJSON(t, nodes, "jobs"); code != exitUnavailable || st.Held {
 		t.Errorf("two nodes down: status %d, held %v; want %d, not held", code, st.Held, exitUnavailable)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seed818c56a1/quorumlock/internal/autopipe"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 )
 
 // TestCloseEndsEveryGoroutine: after Close no goroutine of the Pipe is left,
@@ -18,7 +19,7 @@ func TestCloseEndsEveryGoroutine(t *testing.T) {
 	lab := redislab.Start(t, 1)
 	rdb := lab.Clients(t)[0]
 	p := autopipe.New(rdb, autopipe.WithMaxInFlight(3))
-	ctx := ctxFor(t, 5*time.Second)
+	ctx := testkit.Context(t, 5*time.Second)
 	for range 3 {
 		goDo(ctx, p, "ping")
 	}
@@ -42,7 +43,7 @@ func TestCloseEndsEveryGoroutine(t *testing.T) {
 func TestCloseWaitsForTheBatchInFlight(t *testing.T) {
 	fp, rdb, _ := proxied(t, nil)
 	p := autopipe.New(rdb)
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	if err := p.Do(ctx, "ping").Err(); err != nil {
 		t.Fatalf("PING: %v", err)
 	}
@@ -52,7 +53,7 @@ func TestCloseWaitsForTheBatchInFlight(t *testing.T) {
 	lateStarted, release := make(chan struct{}), make(chan struct{})
 	gaveUp := make(chan error, 1)
 	go func() {
-		gaveUp <- p.DoLate(ctxFor(t, 10*time.Millisecond), func(*redis.Cmd) {
+		gaveUp <- p.DoLate(testkit.Context(t, 10*time.Millisecond), func(*redis.Cmd) {
 			close(lateStarted)
 			<-release
 		}, "ping").Err()
@@ -88,7 +89,7 @@ func TestCloseWaitsForTheBatchInFlight(t *testing.T) {
 func TestIdleSenderEnds(t *testing.T) {
 	lab := redislab.Start(t, 1)
 	p := newPipe(t, lab.Clients(t)[0], autopipe.WithIdleTimeout(20*time.Millisecond))
-	ctx := ctxFor(t, 5*time.Second)
+	ctx := testkit.Context(t, 5*time.Second)
 	for range 2 {
 		if err := p.Do(ctx, "ping").Err(); err != nil {
 			t.Fatalf("PING: %v", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 )
 
 // TestClusterClient runs concurrent calls through a Pipe over a ClusterClient
@@ -19,11 +20,11 @@ import (
 func TestClusterClient(t *testing.T) {
 	lab := redislab.Start(t, 1, redislab.WithArgs("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"))
 	node := lab.Clients(t)[0]
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	if err := node.Do(ctx, "cluster", "addslotsrange", 0, 16383).Err(); err != nil {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
 	}
-	redislab.Eventually(t, 10*time.Second, "cluster_state:ok", func() bool {
+	testkit.Eventually(t, 10*time.Second, "cluster_state:ok", func() bool {
 		info, err := node.ClusterInfo(ctx).Result()
 		return err == nil && strings.Contains(info, "cluster_state:ok")
 	})

@@ -1,24 +1,23 @@
 package autopipe_test
 
 import (
-	"context"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/seed818c56a1/quorumlock/internal/autopipe"
 	"github.com/seed818c56a1/quorumlock/internal/faultproxy"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 )
 
 // The tests run one at a time: several check, with goleak.Find, that a Pipe
 // left no goroutine behind, which other tests' goroutines would disturb.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, redislab.LeakIgnores()...)
+	testkit.Main(m)
 }
 
 // newPipe returns a Pipe over rdb, closed in t.Cleanup (before rdb, which
@@ -47,16 +46,10 @@ func proxied(t *testing.T, tune func(*redis.Options)) (*faultproxy.Proxy, *redis
 	return fp, rdb, direct
 }
 
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // waitStats waits until the Pipe's stats satisfy cond, failing t after 5 s.
 func waitStats(t *testing.T, p *autopipe.Pipe, what string, cond func(autopipe.Stats) bool) {
 	t.Helper()
-	redislab.Eventually(t, 5*time.Second, what, func() bool { return cond(p.Stats()) })
+	testkit.Eventually(t, 5*time.Second, what, func() bool { return cond(p.Stats()) })
 }
 
 // noLeftovers fails t unless every goroutine of package autopipe has ended

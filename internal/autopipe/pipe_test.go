@@ -14,6 +14,7 @@ import (
 
 	"github.com/seed818c56a1/quorumlock/internal/autopipe"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 )
 
 // TestConcurrentCallsGetTheirOwnReplies runs many goroutines through one
@@ -24,7 +25,7 @@ func TestConcurrentCallsGetTheirOwnReplies(t *testing.T) {
 			lab := redislab.Start(t, 1)
 			p := newPipe(t, lab.Clients(t)[0], autopipe.WithMaxInFlight(inFlight))
 			const workers, each = 32, 40
-			ctx := ctxFor(t, 20*time.Second)
+			ctx := testkit.Context(t, 20*time.Second)
 			var wg sync.WaitGroup
 			for w := range workers {
 				wg.Go(func() {
@@ -58,7 +59,7 @@ func TestConcurrentCallsGetTheirOwnReplies(t *testing.T) {
 func TestBatchesFormWhileOneIsInFlight(t *testing.T) {
 	fp, rdb, direct := proxied(t, nil)
 	p := newPipe(t, rdb)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	if err := p.Do(ctx, "ping").Err(); err != nil { // dial outside the count
 		t.Fatalf("PING: %v", err)
 	}
@@ -93,7 +94,7 @@ func TestBatchesFormWhileOneIsInFlight(t *testing.T) {
 // commandsProcessed returns the server's INFO stats total_commands_processed.
 func commandsProcessed(t *testing.T, rdb *redis.Client) uint64 {
 	t.Helper()
-	info, err := rdb.Info(ctxFor(t, 5*time.Second), "stats").Result()
+	info, err := rdb.Info(testkit.Context(t, 5*time.Second), "stats").Result()
 	if err != nil {
 		t.Fatalf("INFO stats: %v", err)
 	}
@@ -115,7 +116,7 @@ func commandsProcessed(t *testing.T, rdb *redis.Client) uint64 {
 func TestLoneCallerGoesOutAtOnce(t *testing.T) {
 	lab := redislab.Start(t, 1)
 	p := newPipe(t, lab.Clients(t)[0])
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	const calls = 50
 	for i := range calls {
 		if n, err := p.Do(ctx, "incr", "lone").Int64(); err != nil || n != int64(i+1) {
@@ -133,7 +134,7 @@ func TestLoneCallerGoesOutAtOnce(t *testing.T) {
 func TestErrorReplyStaysWithItsCommand(t *testing.T) {
 	fp, rdb, _ := proxied(t, nil)
 	p := newPipe(t, rdb)
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	if err := p.Do(ctx, "ping").Err(); err != nil {
 		t.Fatalf("PING: %v", err)
 	}
@@ -179,7 +180,7 @@ func TestErrorReplyStaysWithItsCommand(t *testing.T) {
 func TestConnectionErrorFailsTheWholeBatch(t *testing.T) {
 	fp, rdb, _ := proxied(t, func(o *redis.Options) { o.MaxRetries = -1 })
 	p := newPipe(t, rdb)
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	if err := p.Do(ctx, "ping").Err(); err != nil {
 		t.Fatalf("PING: %v", err)
 	}

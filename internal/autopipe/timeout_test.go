@@ -12,6 +12,7 @@ import (
 	"github.com/seed818c56a1/quorumlock/internal/autopipe"
 	"github.com/seed818c56a1/quorumlock/internal/faultproxy"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 )
 
 // slack bounds how long past its own deadline a call may return: wide, for a
@@ -31,14 +32,14 @@ func TestTimeoutHoldsWithABlackholedMaster(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	p, healthy := newPipe(t, rdb), newPipe(t, direct[1])
 	for _, q := range []*autopipe.Pipe{p, healthy} {
-		if err := q.Do(ctxFor(t, 5*time.Second), "ping").Err(); err != nil {
+		if err := q.Do(testkit.Context(t, 5*time.Second), "ping").Err(); err != nil {
 			t.Fatalf("PING: %v", err)
 		}
 	}
 
 	fp.SetBlackhole(true)
 	late := make(chan *redis.Cmd, 1)
-	ctx := ctxFor(t, 30*time.Millisecond)
+	ctx := testkit.Context(t, 30*time.Millisecond)
 	start := time.Now()
 	err := p.DoLate(ctx, func(c *redis.Cmd) { late <- c }, "incr", "stuck").Err()
 	if took := time.Since(start); !errors.Is(err, autopipe.ErrAbandoned) || !errors.Is(err, context.DeadlineExceeded) || took > 30*time.Millisecond+slack {
@@ -47,13 +48,13 @@ func TestTimeoutHoldsWithABlackholedMaster(t *testing.T) {
 	// The batch is stuck; calls behind it end at their own deadlines, unsent.
 	for range 3 {
 		start := time.Now()
-		err := p.Do(ctxFor(t, 30*time.Millisecond), "incr", "queued").Err()
+		err := p.Do(testkit.Context(t, 30*time.Millisecond), "incr", "queued").Err()
 		if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took > 30*time.Millisecond+slack {
 			t.Fatalf("INCR behind the stuck batch: %v after %v, want deadline exceeded after about 30ms", err, took)
 		}
 	}
 	start = time.Now()
-	if err := healthy.Do(ctxFor(t, 5*time.Second), "ping").Err(); err != nil || time.Since(start) > slack {
+	if err := healthy.Do(testkit.Context(t, 5*time.Second), "ping").Err(); err != nil || time.Since(start) > slack {
 		t.Errorf("PING to the healthy master: %v after %v, want PONG at once", err, time.Since(start))
 	}
 	if s := p.Stats(); s.InFlight != 1 || s.Queued != 3 {
@@ -73,7 +74,7 @@ func TestTimeoutHoldsWithABlackholedMaster(t *testing.T) {
 		t.Fatalf("late callback never called")
 	}
 	waitStats(t, p, "the queued calls skipped", func(s autopipe.Stats) bool { return s.Skipped == 3 })
-	if n, err := direct[0].Exists(ctxFor(t, 5*time.Second), "queued").Result(); err != nil || n != 0 {
+	if n, err := direct[0].Exists(testkit.Context(t, 5*time.Second), "queued").Result(); err != nil || n != 0 {
 		t.Errorf("EXISTS queued = %d, %v; want 0: calls whose ctx ended while queued are never sent", n, err)
 	}
 }
@@ -84,12 +85,12 @@ func TestTimeoutHoldsWithABlackholedMaster(t *testing.T) {
 func TestLateReplyIsDelivered(t *testing.T) {
 	fp, rdb, direct := proxied(t, nil)
 	p := newPipe(t, rdb)
-	if err := p.Do(ctxFor(t, 5*time.Second), "ping").Err(); err != nil {
+	if err := p.Do(testkit.Context(t, 5*time.Second), "ping").Err(); err != nil {
 		t.Fatalf("PING: %v", err)
 	}
 	fp.SetLatency(0, 800*time.Millisecond)
 	late := make(chan *redis.Cmd, 1)
-	ctx := ctxFor(t, 30*time.Millisecond)
+	ctx := testkit.Context(t, 30*time.Millisecond)
 	start := time.Now()
 	if err := p.DoLate(ctx, func(c *redis.Cmd) { late <- c }, "incr", "late").Err(); !errors.Is(err, autopipe.ErrAbandoned) || time.Since(start) > slack {
 		t.Fatalf("INCR with a slow reply: %v after %v, want ErrAbandoned after about 30ms", err, time.Since(start))
@@ -102,15 +103,15 @@ func TestLateReplyIsDelivered(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("late callback never called")
 	}
-	if err := p.Do(ctxFor(t, 30*time.Millisecond), "incr", "late").Err(); !errors.Is(err, context.DeadlineExceeded) {
+	if err := p.Do(testkit.Context(t, 30*time.Millisecond), "incr", "late").Err(); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("plain Do with a slow reply: %v, want deadline exceeded", err)
 	}
 	waitStats(t, p, "both late replies read", func(s autopipe.Stats) bool { return s.Late == 2 && s.InFlight == 0 })
 	fp.SetLatency(0, 0)
-	if got, err := p.Do(ctxFor(t, 5*time.Second), "echo", "in step").Text(); err != nil || got != "in step" {
+	if got, err := p.Do(testkit.Context(t, 5*time.Second), "echo", "in step").Text(); err != nil || got != "in step" {
 		t.Errorf("ECHO after late replies = %q, %v; want its own reply", got, err)
 	}
-	if n, err := direct.Get(ctxFor(t, 5*time.Second), "late").Int(); err != nil || n != 2 {
+	if n, err := direct.Get(testkit.Context(t, 5*time.Second), "late").Int(); err != nil || n != 2 {
 		t.Errorf("GET late = %d, %v; want 2: both INCRs landed", n, err)
 	}
 }
@@ -121,7 +122,7 @@ func TestLateReplyIsDelivered(t *testing.T) {
 func TestExpiredCallIsNotSent(t *testing.T) {
 	fp, rdb, direct := proxied(t, nil)
 	p := newPipe(t, rdb)
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	if err := p.Do(ctx, "ping").Err(); err != nil {
 		t.Fatalf("PING: %v", err)
 	}
@@ -129,7 +130,7 @@ func TestExpiredCallIsNotSent(t *testing.T) {
 	blocker := goDo(ctx, p, "ping")
 	waitStats(t, p, "the first batch in flight", func(s autopipe.Stats) bool { return s.InFlight == 1 })
 	late := make(chan *redis.Cmd, 1)
-	short := ctxFor(t, 30*time.Millisecond)
+	short := testkit.Context(t, 30*time.Millisecond)
 	if err := p.DoLate(short, func(c *redis.Cmd) { late <- c }, "set", "never", "v").Err(); !errors.Is(err, autopipe.ErrAbandoned) {
 		t.Fatalf("SET queued behind a slow batch: %v, want ErrAbandoned", err)
 	}

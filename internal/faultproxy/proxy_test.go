@@ -14,6 +14,7 @@ import (
 
 	"github.com/seed818c56a1/quorumlock/internal/faultproxy"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -31,28 +32,10 @@ func setup(t *testing.T) (p *faultproxy.Proxy, proxied, direct *redis.Client) {
 		Addr: p.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1, DialTimeout: time.Second,
 	})
 	t.Cleanup(func() { proxied.Close() })
-	if err := proxied.Ping(ctxTimeout(t, 2*time.Second)).Err(); err != nil {
+	if err := proxied.Ping(testkit.Context(t, 2*time.Second)).Err(); err != nil {
 		t.Fatalf("PING through proxy: %v", err)
 	}
 	return p, proxied, lab.Clients(t)[0].(*redis.Client)
-}
-
-func ctxTimeout(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// eventually fails t unless cond holds within timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, timeout)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func TestReplyLatency(t *testing.T) {
@@ -61,7 +44,7 @@ func TestReplyLatency(t *testing.T) {
 	const delay = 30 * time.Millisecond
 	p.SetLatency(0, delay)
 	start := time.Now()
-	if err := c.Ping(ctxTimeout(t, 2*time.Second)).Err(); err != nil {
+	if err := c.Ping(testkit.Context(t, 2*time.Second)).Err(); err != nil {
 		t.Fatalf("PING: %v", err)
 	}
 	if got := time.Since(start); got < delay {
@@ -130,11 +113,11 @@ func TestBlackhole(t *testing.T) {
 	t.Parallel()
 	p, c, _ := setup(t)
 	p.SetBlackhole(true)
-	if err := c.Ping(ctxTimeout(t, 50*time.Millisecond)).Err(); err == nil {
+	if err := c.Ping(testkit.Context(t, 50*time.Millisecond)).Err(); err == nil {
 		t.Fatalf("PING through blackhole: nil error, want a timeout")
 	}
 	p.SetBlackhole(false)
-	if err := c.Ping(ctxTimeout(t, 2*time.Second)).Err(); err != nil {
+	if err := c.Ping(testkit.Context(t, 2*time.Second)).Err(); err != nil {
 		t.Fatalf("PING after blackhole: %v", err)
 	}
 }
@@ -157,12 +140,12 @@ func TestBlackholedRequestIsNeverApplied(t *testing.T) {
 	if _, err := conn.Write([]byte(set)); err != nil {
 		t.Fatalf("write SET: %v", err)
 	}
-	eventually(t, 2*time.Second, "proxy swallowed the SET", func() bool {
+	testkit.Eventually(t, 2*time.Second, "proxy swallowed the SET", func() bool {
 		return p.Discarded() >= int64(len(set))
 	})
 	p.SetBlackhole(false)
 	roundTrip(t, conn, r, "PING\r\n", "+PONG\r\n")
-	if n, err := direct.Exists(ctxTimeout(t, 2*time.Second), "lost").Result(); err != nil || n != 0 {
+	if n, err := direct.Exists(testkit.Context(t, 2*time.Second), "lost").Result(); err != nil || n != 0 {
 		t.Errorf("EXISTS lost = %d, %v; want 0", n, err)
 	}
 }
@@ -184,15 +167,15 @@ func TestDropReplies(t *testing.T) {
 	t.Parallel()
 	p, c, direct := setup(t)
 	p.SetDropReplies(true)
-	if err := c.Set(ctxTimeout(t, 100*time.Millisecond), "landed", "v", 0).Err(); err == nil {
+	if err := c.Set(testkit.Context(t, 100*time.Millisecond), "landed", "v", 0).Err(); err == nil {
 		t.Fatalf("SET with dropped reply: nil error, want a timeout")
 	}
-	eventually(t, 2*time.Second, "SET landed on the node", func() bool {
+	testkit.Eventually(t, 2*time.Second, "SET landed on the node", func() bool {
 		v, err := direct.Get(context.Background(), "landed").Result()
 		return err == nil && v == "v"
 	})
 	p.SetDropReplies(false)
-	if err := c.Ping(ctxTimeout(t, 2*time.Second)).Err(); err != nil {
+	if err := c.Ping(testkit.Context(t, 2*time.Second)).Err(); err != nil {
 		t.Fatalf("PING after SetDropReplies(false): %v", err)
 	}
 }
@@ -210,11 +193,11 @@ func TestRefuse(t *testing.T) {
 	if _, err := conn.Read(make([]byte, 1)); err == nil || isTimeout(err) {
 		t.Errorf("read on refused connection: err = %v, want reset or EOF", err)
 	}
-	if err := c.Ping(ctxTimeout(t, 2*time.Second)).Err(); err == nil || isTimeout(err) {
+	if err := c.Ping(testkit.Context(t, 2*time.Second)).Err(); err == nil || isTimeout(err) {
 		t.Errorf("PING while refusing: err = %v, want a connection error", err)
 	}
 	p.SetRefuse(false)
-	if err := c.Ping(ctxTimeout(t, 2*time.Second)).Err(); err != nil {
+	if err := c.Ping(testkit.Context(t, 2*time.Second)).Err(); err != nil {
 		t.Fatalf("PING after SetRefuse(false): %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 )
 
 // Each node of StartCluster is a cluster of its own that serves every slot:
@@ -14,7 +15,7 @@ import (
 func TestStartClusterServesEverySlot(t *testing.T) {
 	t.Parallel()
 	lab := redislab.StartCluster(t, 2)
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	clients := lab.ClusterClients(t)
 	for i, c := range clients {
 		info, err := c.ClusterInfo(ctx).Result()
@@ -45,7 +46,7 @@ func TestClusterNodeRestart(t *testing.T) {
 	lab := redislab.StartCluster(t, 1)
 	node := lab.Nodes[0]
 	c := lab.Clients(t, bounded)[0] // a plain client: CLUSTER INFO of this node alone
-	ctx := ctxTimeout(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	state := func() string {
 		t.Helper()
 		info, err := c.ClusterInfo(ctx).Result()
@@ -63,7 +64,7 @@ func TestClusterNodeRestart(t *testing.T) {
 	if err := node.Restart(false); err != nil {
 		t.Fatalf("Restart(false): %v", err)
 	}
-	redislab.Eventually(t, 5*time.Second, "cluster_state:ok after a restart with nodes.conf", func() bool { return state() == "ok" })
+	testkit.Eventually(t, 5*time.Second, "cluster_state:ok after a restart with nodes.conf", func() bool { return state() == "ok" })
 	if err := node.Restart(true); err != nil {
 		t.Fatalf("Restart(true): %v", err)
 	}

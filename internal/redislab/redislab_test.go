@@ -12,17 +12,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-// ctxTimeout returns a context that ends after d, cancelled in t.Cleanup.
-func ctxTimeout(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // bounded makes a client honour context deadlines on its sockets.
@@ -34,7 +28,7 @@ func TestSetGetOnEveryNode(t *testing.T) {
 	if got := len(lab.Addrs()); got != 3 {
 		t.Fatalf("len(Addrs()) = %d, want 3", got)
 	}
-	ctx := ctxTimeout(t, 5*time.Second)
+	ctx := testkit.Context(t, 5*time.Second)
 	for i, c := range lab.Clients(t) {
 		if err := c.Set(ctx, "k", i, 0).Err(); err != nil {
 			t.Fatalf("node %d: SET: %v", i, err)
@@ -85,7 +79,7 @@ func TestRestart(t *testing.T) {
 			lab := redislab.Start(t, 1)
 			lab.RequireControl(t)
 			node, c := lab.Nodes[0], lab.Clients(t)[0]
-			ctx := ctxTimeout(t, 10*time.Second)
+			ctx := testkit.Context(t, 10*time.Second)
 			if err := c.Set(ctx, "lock", "owner", time.Minute).Err(); err != nil {
 				t.Fatalf("SET: %v", err)
 			}
@@ -126,14 +120,14 @@ func TestPauseResume(t *testing.T) {
 	if err := node.Pause(); err != nil {
 		t.Fatalf("Pause: %v", err)
 	}
-	err := c.Ping(ctxTimeout(t, 100*time.Millisecond)).Err()
+	err := c.Ping(testkit.Context(t, 100*time.Millisecond)).Err()
 	if err == nil {
 		t.Fatalf("PING to paused node: nil error, want a timeout")
 	}
 	if err := node.Resume(); err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
-	if err := c.Ping(ctxTimeout(t, 2*time.Second)).Err(); err != nil {
+	if err := c.Ping(testkit.Context(t, 2*time.Second)).Err(); err != nil {
 		t.Fatalf("PING after Resume: %v", err)
 	}
 }
@@ -141,7 +135,7 @@ func TestPauseResume(t *testing.T) {
 func TestWithArgs(t *testing.T) {
 	t.Parallel()
 	lab := redislab.Start(t, 1, redislab.WithArgs("--appendfsync", "no"))
-	got, err := lab.Clients(t)[0].ConfigGet(ctxTimeout(t, 5*time.Second), "appendfsync").Result()
+	got, err := lab.Clients(t)[0].ConfigGet(testkit.Context(t, 5*time.Second), "appendfsync").Result()
 	if err != nil || got["appendfsync"] != "no" {
 		t.Fatalf("CONFIG GET appendfsync = %v, %v; want no", got, err)
 	}
@@ -158,7 +152,7 @@ func TestWrapper(t *testing.T) {
 	if err := node.Pause(); err != nil {
 		t.Fatalf("Pause: %v", err)
 	}
-	if err := c.Ping(ctxTimeout(t, 100*time.Millisecond)).Err(); err == nil {
+	if err := c.Ping(testkit.Context(t, 100*time.Millisecond)).Err(); err == nil {
 		t.Fatalf("PING to paused child: nil error, want a timeout")
 	}
 	if err := node.Kill(); err != nil {
@@ -170,7 +164,7 @@ func TestWrapper(t *testing.T) {
 	if err := node.Restart(false); err != nil {
 		t.Fatalf("Restart: %v", err)
 	}
-	if err := c.Ping(ctxTimeout(t, 2*time.Second)).Err(); err != nil {
+	if err := c.Ping(testkit.Context(t, 2*time.Second)).Err(); err != nil {
 		t.Fatalf("PING after Restart: %v", err)
 	}
 }
@@ -178,7 +172,7 @@ func TestWrapper(t *testing.T) {
 func TestFlushAll(t *testing.T) {
 	t.Parallel()
 	lab := redislab.Start(t, 2)
-	ctx := ctxTimeout(t, 5*time.Second)
+	ctx := testkit.Context(t, 5*time.Second)
 	clients := lab.Clients(t)
 	for _, c := range clients {
 		if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {

@@ -3,27 +3,22 @@ package otelredlock_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.uber.org/goleak"
 
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
 	"github.com/seed818c56a1/quorumlock/redlock/otelredlock"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, redislab.LeakIgnores()...)
+	testkit.Main(m)
 }
-
-// testNodeTimeout is generous: the suite runs under -race on small shared
-// machines, where a loopback call can take tens of milliseconds.
-const testNodeTimeout = 150 * time.Millisecond
 
 // A telemetry is an SDK pipeline that keeps everything in memory: metrics
 // read on demand, spans recorded as they end.
@@ -64,22 +59,15 @@ func client(t *testing.T, tm *telemetry, n int, opts ...redlock.Option) (*redloc
 	return newClient(t, lab, tm.obs, opts...), lab
 }
 
+// newClient returns a Client over lab that reports to obs (none when nil),
+// closed in t.Cleanup.
 func newClient(t testing.TB, lab *redislab.Lab, obs redlock.Observer, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
-	opts = append([]redlock.Option{redlock.WithNodeTimeout(testNodeTimeout)}, opts...)
+	opts = append([]redlock.Option{redlock.WithNodeTimeout(testkit.NodeTimeout)}, opts...)
 	if obs != nil {
 		opts = append(opts, redlock.WithObserver(obs))
 	}
-	c, err := redlock.New(lab.Clients(t), opts...)
-	if err != nil {
-		t.Fatalf("redlock.New: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return c
+	return testkit.Open(t, redlock.New, lab.Clients(t), opts...)
 }
 
 // metric returns the named metric as last collected, and whether it had
@@ -200,16 +188,4 @@ func unlock(t *testing.T, l *redlock.Lock) {
 	if err := l.Unlock(context.Background()); err != nil {
 		t.Errorf("Unlock: %v", err)
 	}
-}
-
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// eventually waits until cond holds, failing the test after d.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	redislab.Eventually(t, d, what, cond)
 }

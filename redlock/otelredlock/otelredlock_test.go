@@ -13,6 +13,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
 	o "github.com/seed818c56a1/quorumlock/redlock/otelredlock"
 )
@@ -28,7 +29,7 @@ var (
 func TestTryLockRecordsSpanAndDuration(t *testing.T) {
 	tm := newTelemetry(t)
 	c, _ := client(t, tm, 3)
-	ctx, parent := tm.tp.Tracer("test").Start(ctxFor(t, 10*time.Second), "caller")
+	ctx, parent := tm.tp.Tracer("test").Start(testkit.Context(t, 10*time.Second), "caller")
 	l, err := c.TryLock(ctx, "orders/42")
 	parent.End()
 	if err != nil {
@@ -72,7 +73,7 @@ func TestTryLockRecordsSpanAndDuration(t *testing.T) {
 func TestHeldKeyRecordsNotObtained(t *testing.T) {
 	tm := newTelemetry(t)
 	c, _ := client(t, tm, 3)
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	l, err := c.TryLock(ctx, "k")
 	if err != nil {
 		t.Fatalf("first TryLock: %v", err)
@@ -110,7 +111,7 @@ func TestHeldKeyRecordsNotObtained(t *testing.T) {
 func TestLockResults(t *testing.T) {
 	lab := redislab.Start(t, 3)
 	lab.Trust(t, redlock.TrustStart)
-	holder, err := newClient(t, lab, nil).TryLock(ctxFor(t, 10*time.Second), "k")
+	holder, err := newClient(t, lab, nil).TryLock(testkit.Context(t, 10*time.Second), "k")
 	if err != nil {
 		t.Fatalf("holder TryLock: %v", err)
 	}
@@ -160,15 +161,11 @@ func TestLostLock(t *testing.T) {
 	tm := newTelemetry(t)
 	c, lab := client(t, tm, 3, redlock.WithTTL(400*time.Millisecond))
 	lab.RequireControl(t)
-	l, err := c.TryLock(ctxFor(t, 10*time.Second), "k")
+	l, err := c.TryLock(testkit.Context(t, 10*time.Second), "k")
 	if err != nil {
 		t.Fatalf("TryLock: %v", err)
 	}
-	for _, n := range lab.Nodes[:2] {
-		if err := n.Kill(); err != nil {
-			t.Fatalf("Kill: %v", err)
-		}
-	}
+	lab.Kill(t, 0, 1)
 	select {
 	case <-l.Done():
 	case <-time.After(5 * time.Second):
@@ -180,13 +177,13 @@ func TestLostLock(t *testing.T) {
 	// Lost is told just after Done closes; the renewal in flight when the
 	// loss was declared (the loss comes a node timeout before the validity
 	// ends) reports its failure when its calls time out.
-	eventually(t, 2*time.Second, "one loss counted", func() bool { return tm.count(t, o.LossesName) == 1 })
+	testkit.Eventually(t, 2*time.Second, "one loss counted", func() bool { return tm.count(t, o.LossesName) == 1 })
 	defer tm.logOnFailure(t)
-	eventually(t, 2*time.Second, "a failed renewal counted", func() bool {
+	testkit.Eventually(t, 2*time.Second, "a failed renewal counted", func() bool {
 		return tm.count(t, o.RenewalsName, o.ResultKey.String("failed")) >= 1
 	})
 	for _, n := range lab.Nodes[:2] {
-		eventually(t, 2*time.Second, "extend errors counted for "+n.Addr(), func() bool {
+		testkit.Eventually(t, 2*time.Second, "extend errors counted for "+n.Addr(), func() bool {
 			return tm.count(t, o.NodeErrorsName, append(nodeOf(t, n.Addr()), o.OpKey.String("extend"))...) >= 1
 		})
 	}
@@ -205,12 +202,8 @@ func TestNodeErrorsOnAcquire(t *testing.T) {
 	c, lab := client(t, tm, 3)
 	lab.RequireControl(t)
 	defer tm.logOnFailure(t)
-	for _, n := range lab.Nodes[1:] {
-		if err := n.Kill(); err != nil {
-			t.Fatalf("Kill: %v", err)
-		}
-	}
-	if _, err := c.TryLock(ctxFor(t, 10*time.Second), "k"); !errors.Is(err, redlock.ErrNotObtained) {
+	lab.Kill(t, 1, 2)
+	if _, err := c.TryLock(testkit.Context(t, 10*time.Second), "k"); !errors.Is(err, redlock.ErrNotObtained) {
 		t.Fatalf("TryLock: %v, want ErrNotObtained", err)
 	}
 	for _, n := range lab.Nodes[1:] {

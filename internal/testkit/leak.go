@@ -1,27 +1,10 @@
-package redislab
+package testkit
 
 import (
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 )
-
-// pollEvery is how often Eventually checks its condition.
-const pollEvery = 2 * time.Millisecond
-
-// Eventually polls cond until it holds, failing t after d: tests wait for a
-// condition with a deadline, never sleep as an assertion.
-func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for: %s", d, what)
-		}
-		time.Sleep(pollEvery)
-	}
-}
 
 // LeakIgnores are the goroutines that go-redis's own clients run (the idle
 // connection reaper, the redial after a refused dial): they belong to the
@@ -33,3 +16,8 @@ func LeakIgnores() []goleak.Option {
 		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"),
 	}
 }
+
+// Main runs m's tests, then fails the run if any goroutine is left but
+// go-redis's own (LeakIgnores): the TestMain of a package whose tests start
+// goroutines over a lab.
+func Main(m *testing.M) { goleak.VerifyTestMain(m, LeakIgnores()...) }
