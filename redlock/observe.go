@@ -74,15 +74,24 @@ func (NopObserver) Lost(context.Context, string, error) {}
 // NodeFailed does nothing.
 func (NopObserver) NodeFailed(context.Context, string, string, NodeVote) {}
 
-// WithObserver adds o to the Client's observers. Given to New only; other
-// calls refuse it.
+// WithObserver adds o to the observers. Given to New, o is told of every
+// event of the Client; given to one call (Lock, TryLock, Do, …), it is told
+// of that acquisition's events — the Lock's later renewals, loss and node
+// errors included — in addition to the Client's observers.
+//
+// It is accepted per call rather than refused: New and the calls share one
+// Option type, so an option of New only could be refused only when a call
+// runs, not when it compiles; and an observer of one acquisition is well
+// defined (tracing one job's lock), at no cost to the calls without one.
 func WithObserver(o Observer) Option {
 	return func(c *config) { c.observers = append(c.observers[:len(c.observers):len(c.observers)], o) }
 }
 
 // WithLogger logs, through logger, acquisitions that failed, renewals that
 // failed, locks lost and node errors, as structured records. Quiet by
-// default: without it nothing is logged. Given to New only.
+// default: without it nothing is logged. Like WithObserver, it applies to
+// every lock when given to New, to one acquisition and its Lock when given
+// to one call.
 func WithLogger(logger *slog.Logger) Option {
 	return func(c *config) {
 		var o Observer
@@ -93,7 +102,8 @@ func WithLogger(logger *slog.Logger) Option {
 	}
 }
 
-// observers fans events out to every Observer of a Client.
+// observers fans events out to every Observer of a Client or of one
+// acquisition.
 type observers []Observer
 
 func (os observers) acquireStart(ctx context.Context, key string, wait bool) context.Context {
