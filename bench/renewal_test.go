@@ -148,6 +148,7 @@ func scriptTotal(t *testing.T, nodes []redis.UniversalClient) int64 {
 // renewalObserver counts what the watchdog reports while the locks are held:
 // renewals and their failures, node calls that failed, losses.
 type renewalObserver struct {
+	redlock.NopObserver
 	mu                  sync.Mutex
 	renewed, lost       int
 	renewFails          map[string]int
@@ -164,12 +165,7 @@ func (o *renewalObserver) reset() {
 	clear(o.nodeFails)
 }
 
-func (o *renewalObserver) AcquireStart(ctx context.Context, _ string, _ bool) context.Context {
-	return ctx
-}
-func (o *renewalObserver) AcquireDone(context.Context, string, *redlock.Lock, time.Duration, error) {}
-
-func (o *renewalObserver) Renewed(_ string, err error) {
+func (o *renewalObserver) Renewed(_ context.Context, _ string, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if err == nil {
@@ -179,7 +175,7 @@ func (o *renewalObserver) Renewed(_ string, err error) {
 	o.renewFails[shorten(err.Error())]++
 }
 
-func (o *renewalObserver) Lost(string, error) {
+func (o *renewalObserver) Lost(context.Context, string, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	at := time.Since(o.start)
@@ -190,7 +186,7 @@ func (o *renewalObserver) Lost(string, error) {
 	o.lastLost = at
 }
 
-func (o *renewalObserver) NodeFailed(op, _ string, v redlock.NodeVote) {
+func (o *renewalObserver) NodeFailed(_ context.Context, op, _ string, v redlock.NodeVote) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	msg := "?"

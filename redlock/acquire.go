@@ -33,16 +33,17 @@ func (c *Client) tryLock(ctx context.Context, keys []string, opts []Option, kind
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(err, ErrNotObtained)
 	}
-	ctx, done := c.observe(ctx, strings.Join(keys, ","), false)
+	ctx, done := c.observe(ctx, &cfg, strings.Join(keys, ","), false)
 	l, _, err := c.attempt(ctx, keys, newKeysets(cfg.prefix, keys), &cfg, cfg.identity(kind), "", nil)
 	done(l, err)
 	return l, err
 }
 
-// observe tells the observers that an acquisition of key begins, and
-// returns the function that tells them how it ended.
-func (c *Client) observe(ctx context.Context, key string, wait bool) (context.Context, func(*Lock, error)) {
-	obs := c.cfg.observers
+// observe tells cfg's observers — the Client's and the call's — that an
+// acquisition of key begins, and returns the function that tells them how it
+// ended.
+func (c *Client) observe(ctx context.Context, cfg *config, key string, wait bool) (context.Context, func(*Lock, error)) {
+	obs := cfg.observers
 	if len(obs) == 0 {
 		return ctx, func(*Lock, error) {}
 	}
@@ -78,7 +79,7 @@ func (c *Client) lock(ctx context.Context, keys []string, opts []Option, kind ho
 		ctx, cancel = context.WithTimeout(ctx, cfg.maxWait)
 		defer cancel()
 	}
-	ctx, done := c.observe(ctx, strings.Join(keys, ","), true)
+	ctx, done := c.observe(ctx, &cfg, strings.Join(keys, ","), true)
 	l, err := c.wait(ctx, keys, &cfg, kind)
 	done(l, err)
 	return l, err

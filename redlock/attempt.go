@@ -60,10 +60,10 @@ func (c *Client) attempt(ctx context.Context, keys []string, kss keysets, cfg *c
 	// A lock with less validity left than the loss margin would be declared
 	// lost at once: the attempt fails instead.
 	usable := until.Add(-cfg.lossMargin())
-	nodeFailures(c, "lock", key, &t)
+	nodeFailures(ctx, c, cfg.observers, "lock", key, &t)
 	if t.Won() && cfg.clock.Now().Before(usable) {
 		if tokens, ok, fenced := c.fence(ctx, cfg, kss, &t); ok && cfg.clock.Now().Before(usable) {
-			l = c.newLock(keys, kss, cfg, id, tokens, until, &t, fenced)
+			l = c.newLock(ctx, keys, kss, cfg, id, tokens, until, &t, fenced)
 		}
 	}
 	close(decided)

@@ -61,12 +61,31 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 
+// An Outcome is one node's answer in a quorum round, as a NodeVote tells
+// it: Pending, Granted, Refused or Failed. It is quorum.Outcome, named here
+// so that reading a *QuorumError or a NodeVote needs no other import.
+type Outcome = quorum.Outcome
+
+// The outcomes of a node's vote.
+const (
+	// Pending: the node had not answered when the round was decided.
+	Pending = quorum.Pending
+	// Granted: the node did what was asked.
+	Granted = quorum.Granted
+	// Refused: the node answered and declined — the key is held by
+	// another, or our lock is no longer there. A known answer.
+	Refused = quorum.Refused
+	// Failed: the call returned an error or ran out of time (NodeVote.Err
+	// says which); whether the node applied it is unknown.
+	Failed = quorum.Failed
+)
+
 // A NodeVote is one node's answer in a quorum round.
 type NodeVote struct {
-	Node    int    // index in the slice given to New
-	Addr    string // the node's address, when the client exposes one
-	Outcome quorum.Outcome
-	Err     error // why the call failed; nil for grants and refusals
+	Node    int     // index in the slice given to New
+	Addr    string  // the node's address, when the client exposes one
+	Outcome Outcome // Pending, Granted, Refused or Failed
+	Err     error   // why the call failed; nil for grants and refusals
 }
 
 // A QuorumError reports a round that did not reach the outcome its

@@ -134,6 +134,48 @@ func ExampleClient_TryLock() {
 	// unlock: <nil>
 }
 
+// refusals is an Observer of one event: it embeds NopObserver for the
+// others, and prints how the nodes voted on an acquisition that failed.
+type refusals struct{ redlock.NopObserver }
+
+func (refusals) AcquireDone(_ context.Context, key string, _ *redlock.Lock, _ time.Duration, err error) {
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) {
+		return
+	}
+	refused := 0
+	for _, v := range qe.Votes {
+		if v.Outcome == redlock.Refused {
+			refused++
+		}
+	}
+	fmt.Printf("%s not obtained; refused by a majority: %t\n", key, refused >= qe.Need)
+}
+
+// An Observer that embeds NopObserver implements only the events it needs.
+// Given to one call, it is told of that acquisition's events only (and of
+// its Lock's, had it been obtained).
+func ExampleNopObserver() {
+	nodes, _, stop := embedded()
+	defer stop()
+	locks, err := redlock.New(nodes, redlock.WithNodeTimeout(250*time.Millisecond), redlock.WithRestartGuard(0))
+	if err != nil {
+		panic(err)
+	}
+	defer locks.Close()
+	ctx := context.Background()
+
+	first, err := locks.TryLock(ctx, "report", redlock.WithObserver(refusals{}))
+	if err != nil {
+		panic(err)
+	}
+	locks.TryLock(ctx, "report", redlock.WithObserver(refusals{}))
+	locks.TryLock(ctx, "report") // not observed
+	first.Unlock(ctx)
+	// Output:
+	// report not obtained; refused by a majority: true
+}
+
 // Two permits of "thumbnails": two holders at once, the third is refused
 // until one of them leaves, and then gets the permit that was freed.
 func ExampleClient_TryAcquire() {

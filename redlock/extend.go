@@ -40,7 +40,11 @@ func (c *Client) extendRound(ctx context.Context, locks []*Lock, repair bool) []
 	out := make([]error, len(locks))
 	for i, l := range locks {
 		lt := lockTally(&t, i)
-		nodeFailures(c, "extend", l.key, &lt)
+		octx := ctx
+		if repair { // the watchdog's round, on no caller's behalf
+			octx = l.observed
+		}
+		nodeFailures(octx, c, l.cfg.observers, "extend", l.key, &lt)
 		out[i] = l.extended(&lt, clock.Validity(start, l.cfg.ttl, l.cfg.driftFactor))
 	}
 	return out

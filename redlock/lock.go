@@ -36,6 +36,12 @@ type Lock struct {
 	life context.Context // ends when the lock does; its cause is Err()
 	end  context.CancelCauseFunc
 
+	// observed is the Lock's own context for its observers' Renewed, Lost
+	// and renewal NodeFailed: the acquisition's (what AcquireStart returned)
+	// without its cancellation, so that those later events carry the
+	// acquisition's values, e.g. its span. Background without observers.
+	observed context.Context
+
 	op sync.Mutex // serializes the network operations: Extend, renewal, Unlock
 
 	mu       sync.Mutex // guards the fields below
@@ -51,10 +57,14 @@ type Lock struct {
 }
 
 // newLock returns the held lock, with its timers armed, or nil if c closed
-// meanwhile.
-func (c *Client) newLock(keys []string, kss keysets, cfg *config, id identity, tokens []int64, until time.Time, won *quorum.Tally[[]int64], fenced []bool) *Lock {
+// meanwhile. ctx is the acquisition's.
+func (c *Client) newLock(ctx context.Context, keys []string, kss keysets, cfg *config, id identity, tokens []int64, until time.Time, won *quorum.Tally[[]int64], fenced []bool) *Lock {
 	l := &Lock{c: c, cfg: *cfg, key: strings.Join(keys, ","), keys: keys, kss: kss, id: id,
-		tokens: tokens, token: slices.Max(tokens), until: until, fenced: fenced, slot: -1, permit: -1}
+		tokens: tokens, token: slices.Max(tokens), until: until, fenced: fenced, slot: -1, permit: -1,
+		observed: context.Background()}
+	if len(cfg.observers) > 0 {
+		l.observed = context.WithoutCancel(ctx)
+	}
 	for n := range won.Votes {
 		if won.Abandoned(n) {
 			if l.inFlight == nil {
@@ -191,7 +201,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	t := l.c.release(ctx, &l.cfg, l.kss, l.id, l.releaseKind(), l.tokens, l.fenced, l.stillInFlight())
-	nodeFailures(l.c, "unlock", l.key, &t)
+	nodeFailures(ctx, l.c, l.cfg.observers, "unlock", l.key, &t)
 	switch {
 	case prior != nil:
 		return prior // already reported as lost; the release above only cleans up
@@ -257,7 +267,7 @@ func (l *Lock) finish(cause error, release bool) bool {
 		l.c.renewals.remove(l) // after l.mu: see renewer.schedule
 	}
 	if ending && errors.Is(cause, ErrLockLost) {
-		l.cfg.observers.lost(l.key, cause)
+		l.cfg.observers.lost(l.observed, l.key, cause)
 	}
 	return true
 }

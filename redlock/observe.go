@@ -13,43 +13,97 @@ import (
 // methods are called synchronously, some on the acquisition path: they must
 // be fast, must not block, and must be safe for concurrent use. A Client
 // without observers (the default) pays one nil check per event.
+//
+// Every method gets the context its event belongs to, so that an observer
+// needs no state of its own to tie events together:
+//   - AcquireStart gets the caller's; the context it returns is the
+//     acquisition's, given to AcquireDone and to NodeFailed for the
+//     acquisition's node calls.
+//   - NodeFailed during Extend or Unlock gets the caller's.
+//   - Renewed, Lost, and NodeFailed during a renewal — events of the
+//     watchdog and of timers, on no caller's behalf — get the Lock's own
+//     context: the acquisition's, without its cancellation or deadline, so
+//     that it still carries what AcquireStart put in it (e.g. a span to
+//     parent or link the event to) for as long as the Lock lives.
+//
+// An Observer should embed NopObserver, and implement only the methods it
+// needs: an event added to the interface later is then a no-op for it
+// instead of a compile error.
 type Observer interface {
-	// AcquireStart is called when Lock, TryLock or Do begin to acquire key;
-	// the context it returns (e.g. carrying a span) is used for the
-	// acquisition's calls and passed to AcquireDone.
+	// AcquireStart is called when Lock, TryLock, Do, or another call that
+	// acquires a *Lock begins to acquire key (keys joined by commas); the
+	// context it returns (e.g. carrying a span) is used for the
+	// acquisition's calls, passed to AcquireDone and NodeFailed, and kept,
+	// without its cancellation, as the Lock's own context.
 	AcquireStart(ctx context.Context, key string, wait bool) context.Context
 	// AcquireDone is called once per AcquireStart, with the acquisition's
 	// outcome: the lock (nil on failure), how long it took, and the error.
 	AcquireDone(ctx context.Context, key string, l *Lock, took time.Duration, err error)
-	// Renewed is called after each watchdog extension, err nil on success.
-	Renewed(key string, err error)
-	// Lost is called once when a held lock is lost (cause ErrLockLost).
-	Lost(key string, cause error)
+	// Renewed is called after each watchdog extension, err nil on success,
+	// with the Lock's own context.
+	Renewed(ctx context.Context, key string, err error)
+	// Lost is called once when a held lock is lost (cause ErrLockLost),
+	// with the Lock's own context.
+	Lost(ctx context.Context, key string, cause error)
 	// NodeFailed is called for each node call that failed or timed out;
-	// op is "lock", "extend" or "unlock".
-	NodeFailed(op, key string, vote NodeVote)
+	// op is "lock", "acquire" (a semaphore's permit), "extend" or "unlock".
+	NodeFailed(ctx context.Context, op, key string, vote NodeVote)
 }
 
-// WithObserver adds o to the Client's observers. Given to New only; other
-// calls refuse it.
+// NopObserver is an Observer that does nothing: AcquireStart returns its
+// ctx, the other methods return at once. Embed it in an Observer to
+// implement only the events of interest:
+//
+//	type lossAlarm struct{ redlock.NopObserver }
+//
+//	func (lossAlarm) Lost(ctx context.Context, key string, cause error) { page(key) }
+type NopObserver struct{}
+
+// AcquireStart returns ctx.
+func (NopObserver) AcquireStart(ctx context.Context, _ string, _ bool) context.Context { return ctx }
+
+// AcquireDone does nothing.
+func (NopObserver) AcquireDone(context.Context, string, *Lock, time.Duration, error) {}
+
+// Renewed does nothing.
+func (NopObserver) Renewed(context.Context, string, error) {}
+
+// Lost does nothing.
+func (NopObserver) Lost(context.Context, string, error) {}
+
+// NodeFailed does nothing.
+func (NopObserver) NodeFailed(context.Context, string, string, NodeVote) {}
+
+// WithObserver adds o to the observers. Given to New, o is told of every
+// event of the Client; given to one call (Lock, TryLock, Do, …), it is told
+// of that acquisition's events — the Lock's later renewals, loss and node
+// errors included — in addition to the Client's observers.
+//
+// It is accepted per call rather than refused: New and the calls share one
+// Option type, so an option of New only could be refused only when a call
+// runs, not when it compiles; and an observer of one acquisition is well
+// defined (tracing one job's lock), at no cost to the calls without one.
 func WithObserver(o Observer) Option {
 	return func(c *config) { c.observers = append(c.observers[:len(c.observers):len(c.observers)], o) }
 }
 
 // WithLogger logs, through logger, acquisitions that failed, renewals that
 // failed, locks lost and node errors, as structured records. Quiet by
-// default: without it nothing is logged. Given to New only.
+// default: without it nothing is logged. Like WithObserver, it applies to
+// every lock when given to New, to one acquisition and its Lock when given
+// to one call.
 func WithLogger(logger *slog.Logger) Option {
 	return func(c *config) {
 		var o Observer
 		if logger != nil {
-			o = slogObserver{logger}
+			o = slogObserver{log: logger}
 		}
 		WithObserver(o)(c)
 	}
 }
 
-// observers fans events out to every Observer of a Client.
+// observers fans events out to every Observer of a Client or of one
+// acquisition.
 type observers []Observer
 
 func (os observers) acquireStart(ctx context.Context, key string, wait bool) context.Context {
@@ -65,38 +119,40 @@ func (os observers) acquireDone(ctx context.Context, key string, l *Lock, took t
 	}
 }
 
-func (os observers) renewed(key string, err error) {
+func (os observers) renewed(ctx context.Context, key string, err error) {
 	for _, o := range os {
-		o.Renewed(key, err)
+		o.Renewed(ctx, key, err)
 	}
 }
 
-func (os observers) lost(key string, cause error) {
+func (os observers) lost(ctx context.Context, key string, cause error) {
 	for _, o := range os {
-		o.Lost(key, cause)
+		o.Lost(ctx, key, cause)
 	}
 }
 
-// nodeFailures reports the failed votes of a round.
-func nodeFailures[T any](c *Client, op, key string, t *quorum.Tally[T]) {
-	if len(c.cfg.observers) == 0 {
+// nodeFailures reports the failed votes of a round to os.
+func nodeFailures[T any](ctx context.Context, c *Client, os observers, op, key string, t *quorum.Tally[T]) {
+	if len(os) == 0 {
 		return
 	}
 	for n, v := range t.Votes {
 		// A node Unlock left to its acquire's late answer has not failed.
 		if v.Outcome == quorum.Failed && v.Err != errInFlight {
-			for _, o := range c.cfg.observers {
-				o.NodeFailed(op, key, NodeVote{Node: n, Addr: c.nodes[n].addr, Outcome: v.Outcome, Err: v.Err})
+			for _, o := range os {
+				o.NodeFailed(ctx, op, key, NodeVote{Node: n, Addr: c.nodes[n].addr, Outcome: v.Outcome, Err: v.Err})
 			}
 		}
 	}
 }
 
 // slogObserver logs what an operator needs to see: failures, never the
-// healthy path.
-type slogObserver struct{ log *slog.Logger }
-
-func (s slogObserver) AcquireStart(ctx context.Context, _ string, _ bool) context.Context { return ctx }
+// healthy path. Records go through the event's context, so a handler may
+// read what the caller or another observer put in it.
+type slogObserver struct {
+	NopObserver
+	log *slog.Logger
+}
 
 func (s slogObserver) AcquireDone(ctx context.Context, key string, _ *Lock, took time.Duration, err error) {
 	if err != nil && !errors.Is(err, ErrInvalid) {
@@ -105,17 +161,17 @@ func (s slogObserver) AcquireDone(ctx context.Context, key string, _ *Lock, took
 	}
 }
 
-func (s slogObserver) Renewed(key string, err error) {
+func (s slogObserver) Renewed(ctx context.Context, key string, err error) {
 	if err != nil {
-		s.log.LogAttrs(context.Background(), slog.LevelWarn, "redlock: renewal failed", slog.String("key", key), slog.Any("error", err))
+		s.log.LogAttrs(ctx, slog.LevelWarn, "redlock: renewal failed", slog.String("key", key), slog.Any("error", err))
 	}
 }
 
-func (s slogObserver) Lost(key string, cause error) {
-	s.log.LogAttrs(context.Background(), slog.LevelError, "redlock: lock lost", slog.String("key", key), slog.Any("cause", cause))
+func (s slogObserver) Lost(ctx context.Context, key string, cause error) {
+	s.log.LogAttrs(ctx, slog.LevelError, "redlock: lock lost", slog.String("key", key), slog.Any("cause", cause))
 }
 
-func (s slogObserver) NodeFailed(op, key string, v NodeVote) {
-	s.log.LogAttrs(context.Background(), slog.LevelWarn, "redlock: node call failed", slog.String("op", op),
+func (s slogObserver) NodeFailed(ctx context.Context, op, key string, v NodeVote) {
+	s.log.LogAttrs(ctx, slog.LevelWarn, "redlock: node call failed", slog.String("op", op),
 		slog.String("key", key), slog.Int("node", v.Node), slog.String("addr", v.Addr), slog.Any("error", v.Err))
 }

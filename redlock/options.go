@@ -36,6 +36,9 @@ const (
 // An Option configures a Client (as a default for all its locks, when given
 // to New) or one acquisition (when given to Lock, TryLock or Do). Options are
 // checked when used: a bad value makes that call fail with ErrInvalid.
+// WithObserver and WithLogger given to one call add to the Client's
+// observers, for that acquisition and its Lock; WithClock is an option of
+// New only.
 type Option func(*config)
 
 // WithTTL sets the lease each node grants. The validity it leaves once an
@@ -144,7 +147,7 @@ type config struct {
 	guardWindow               time.Duration
 	guardSet                  bool
 	retention                 time.Duration
-	observers                 observers // the Client's; never changed per call
+	observers                 observers // the Client's, then one call's
 	perCall                   bool      // set on a Client's stored config: options now apply to one call
 }
 
@@ -167,18 +170,19 @@ func defaults() config {
 }
 
 // with returns a copy of c with opts applied, or an error if the result is
-// not a usable configuration. Observers are the Client's: a per-call option
-// that adds one is refused.
+// not a usable configuration. The clock is the Client's: a per-call option
+// that changes it is refused. Observers added per call follow the Client's
+// (WithObserver copies the slice: the Client's is never changed).
 func (c config) with(opts []Option) (config, error) {
-	before, clk := len(c.observers), c.clock
+	clk := c.clock
 	for _, o := range opts {
 		if o == nil {
 			return c, invalid("nil Option")
 		}
 		o(&c)
 	}
-	if c.perCall && (len(c.observers) != before || c.clock != clk) {
-		return c, invalid("WithObserver, WithLogger and WithClock are options of New, not of one call")
+	if c.perCall && c.clock != clk {
+		return c, invalid("WithClock is an option of New, not of one call: one clock paces all of a Client's renewals")
 	}
 	return c, c.validate()
 }

@@ -173,7 +173,7 @@ func (c *Client) renewBatch(locks []*Lock) {
 	outcomes := c.extendRound(context.Background(), held, true)
 	for i, l := range held {
 		err := outcomes[i]
-		l.cfg.observers.renewed(l.key, err)
+		l.cfg.observers.renewed(l.observed, l.key, err)
 		switch {
 		case err == nil:
 			c.renewals.schedule(l, l.cfg.renewEvery())

@@ -418,19 +418,12 @@ func TestSafetyAttemptLeavingLessThanLossMarginFails(t *testing.T) {
 // stallOnNodeFailure pauses the first time it is told of a failed node:
 // the acquiring process stalls there (a GC pause, a preempted thread).
 type stallOnNodeFailure struct {
+	redlock.NopObserver
 	stall   time.Duration
 	stalled atomic.Bool
 }
 
-func (*stallOnNodeFailure) AcquireStart(ctx context.Context, _ string, _ bool) context.Context {
-	return ctx
-}
-func (*stallOnNodeFailure) AcquireDone(context.Context, string, *redlock.Lock, time.Duration, error) {
-}
-func (*stallOnNodeFailure) Renewed(string, error) {}
-func (*stallOnNodeFailure) Lost(string, error)    {}
-
-func (o *stallOnNodeFailure) NodeFailed(op, _ string, _ redlock.NodeVote) {
+func (o *stallOnNodeFailure) NodeFailed(_ context.Context, op, _ string, _ redlock.NodeVote) {
 	if op == "lock" && o.stalled.CompareAndSwap(false, true) {
 		time.Sleep(o.stall) // the fault injected, not a wait for a condition
 	}

@@ -48,7 +48,7 @@ func (c *Client) Acquire(ctx context.Context, name string, limit int, opts ...Op
 		ctx, cancel = context.WithTimeout(ctx, a.cfg.maxWait)
 		defer cancel()
 	}
-	ctx, done := c.observe(ctx, name, true)
+	ctx, done := c.observe(ctx, &a.cfg, name, true)
 	l, err := a.wait(ctx)
 	done(l, err)
 	return l, err
@@ -67,7 +67,7 @@ func (c *Client) TryAcquire(ctx context.Context, name string, limit int, opts ..
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(err, ErrNotObtained)
 	}
-	ctx, done := c.observe(ctx, name, false)
+	ctx, done := c.observe(ctx, &a.cfg, name, false)
 	l, _, err := a.attempt(ctx)
 	done(l, err)
 	return l, err
@@ -233,12 +233,12 @@ func (a *permitAcquisition) attempt(ctx context.Context) (*Lock, time.Duration, 
 	})
 	until := clock.Validity(start, cfg.ttl, cfg.driftFactor)
 	usable := until.Add(-cfg.lossMargin())
-	nodeFailures(c, "acquire", a.name, &t)
+	nodeFailures(ctx, c, cfg.observers, "acquire", a.name, &t)
 	permit, won := a.winner(&t)
 	if won.Won() && cfg.clock.Now().Before(usable) {
 		kss := a.permits[permit : permit+1]
 		if tokens, ok, fenced := c.fence(ctx, cfg, kss, &won); ok && cfg.clock.Now().Before(usable) {
-			l = c.newLock([]string{a.name}, kss, cfg, id, tokens, until, &won, fenced)
+			l = c.newLock(ctx, []string{a.name}, kss, cfg, id, tokens, until, &won, fenced)
 			if l != nil {
 				l.permit = permit
 			}

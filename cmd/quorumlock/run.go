@@ -157,7 +157,7 @@ func notObtainedStatus(ctx context.Context, ns *nodeSet, err error) int {
 	var qe *redlock.QuorumError
 	if errors.As(err, &qe) {
 		for _, v := range qe.Votes {
-			if v.Outcome == quorum.Refused {
+			if v.Outcome == redlock.Refused {
 				return exitTempFail
 			}
 		}

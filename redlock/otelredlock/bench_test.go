@@ -79,7 +79,7 @@ func BenchmarkObserver(b *testing.B) {
 			for b.Loop() {
 				ctx := o.obs.AcquireStart(context.Background(), "bench", false)
 				o.obs.AcquireDone(ctx, "bench", nil, time.Millisecond, redlock.ErrNotObtained)
-				o.obs.Renewed("bench", nil)
+				o.obs.Renewed(ctx, "bench", nil)
 			}
 		})
 	}

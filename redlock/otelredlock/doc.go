@@ -30,9 +30,10 @@
 // context was cancelled), invalid or closed; quorumlock.wait is true for
 // Lock and Do, false for TryLock. A renewal's is ok, failed (too few nodes
 // answered; the watchdog retries until the validity runs out) or lost. A
-// node error's quorumlock.op is lock, extend or unlock, and its error.type
-// one of timeout, connection, node_restarted, redis or _OTHER; a node whose
-// redis client exposes no address is named by quorumlock.node, its index.
+// node error's quorumlock.op is lock, acquire (a semaphore's permit),
+// extend or unlock, and its error.type one of timeout, connection,
+// node_restarted, redis or _OTHER; a node whose redis client exposes no
+// address is named by quorumlock.node, its index.
 //
 // # Traces
 //
@@ -46,8 +47,19 @@
 // acquisition run under this span's context.
 //
 // A node that fails during the acquisition adds a quorumlock.node.error
-// event to the span. Observer.NodeFailed carries no context, so the span is
-// found by key: when several acquisitions of one key are in flight on the
-// same observer at once, and for failures of Extend, Unlock and renewals
-// (which have no span), node errors are recorded as metrics only.
+// event to the acquire span; one that fails during Extend or Unlock adds it
+// to the caller's span, if that records. Each event has the node, the
+// operation (quorumlock.op), error.type and the error's message.
+//
+// A held lock's failed renewals and its loss are spans of their own,
+// quorumlock.renew and quorumlock.lost, with status Error, the key and
+// error.type (failed or lost): children of the lock's acquire span, in its
+// trace, since the acquire span has ended by then. Renewals that succeed are
+// counted only: a span for each would flood the traces of long-held locks.
+//
+// The observer keeps no state per key or per lock: redlock gives every event
+// the context it belongs to — the Lock keeps its acquisition's, without the
+// cancellation — and the span is found there. So concurrent acquisitions of
+// one key, on one Client or several sharing the observer, each get their
+// own span and their own events.
 package otelredlock

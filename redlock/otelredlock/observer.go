@@ -19,8 +19,11 @@ import (
 )
 
 // observer is the redlock.Observer New returns. It is safe for concurrent
-// use, and may serve several Clients.
+// use, and may serve several Clients. It keeps no state per key or per
+// lock: each event finds its acquisition's span in its context.
 type observer struct {
+	redlock.NopObserver // any event added to Observer later is ignored
+
 	tracer       trace.Tracer
 	duration     metric.Float64Histogram
 	acquisitions metric.Int64Counter
@@ -31,14 +34,14 @@ type observer struct {
 	durationOpts [nResults][2][]metric.RecordOption // by result, then wait
 	acquiredOpts [nResults][]metric.AddOption
 	renewalOpts  [nRenewals][]metric.AddOption
-
-	flights flights // recording acquire spans, for NodeFailed
 }
 
 // acquisitionKey holds, in an acquisition's context, what AcquireDone needs
 // from AcquireStart: the wait flag (a bool: boxing it allocates nothing) or,
 // when the span records, an *acquisition. The key is per observer: another
-// observer after this one may put its own span in the context.
+// observer after this one may put its own span in the context. The Lock
+// keeps that context (without its cancellation) for the events of its
+// lifetime, so that Renewed and Lost find the acquisition's span there.
 type acquisitionKey struct{ o *observer }
 
 type acquisition struct {
@@ -53,9 +56,7 @@ func (o *observer) AcquireStart(ctx context.Context, key string, wait bool) cont
 	ctx, span := o.tracer.Start(ctx, AcquireSpanName)
 	if span.IsRecording() {
 		span.SetAttributes(KeyKey.String(key), WaitKey.Bool(wait))
-		a := &acquisition{span: span, wait: wait}
-		o.flights.add(key, a)
-		return context.WithValue(ctx, acquisitionKey{o}, a)
+		return context.WithValue(ctx, acquisitionKey{o}, &acquisition{span: span, wait: wait})
 	}
 	// A non-recording span's End does nothing: no need to find it again.
 	if o.duration.Enabled(ctx) {
@@ -83,7 +84,6 @@ func (o *observer) AcquireDone(ctx context.Context, key string, l *redlock.Lock,
 	if a == nil {
 		return
 	}
-	o.flights.remove(key, a)
 	switch {
 	case err != nil:
 		failSpan(a.span, r, err)
@@ -128,10 +128,21 @@ func classify(err error) result {
 	return notObtained
 }
 
+// acquireSpan returns the span of the acquisition ctx belongs to, if it was
+// recorded: still recording during the acquisition, ended afterwards.
+func (o *observer) acquireSpan(ctx context.Context) (trace.Span, bool) {
+	a, ok := ctx.Value(acquisitionKey{o}).(*acquisition)
+	if !ok {
+		return nil, false
+	}
+	return a.span, true
+}
+
 // Renewed counts a watchdog extension: ok, lost (a majority found the lock
 // gone, or its validity had run out) or failed (too few answers; the
-// watchdog retries until the validity runs out).
-func (o *observer) Renewed(_ string, err error) {
+// watchdog retries until the validity runs out). A renewal that did not
+// succeed is also a span, a child of the acquisition's.
+func (o *observer) Renewed(ctx context.Context, key string, err error) {
 	r := renewOK
 	switch {
 	case errors.Is(err, redlock.ErrLockLost):
@@ -139,25 +150,48 @@ func (o *observer) Renewed(_ string, err error) {
 	case err != nil:
 		r = renewFailed
 	}
-	o.renewals.Add(context.Background(), 1, o.renewalOpts[r]...)
+	o.renewals.Add(ctx, 1, o.renewalOpts[r]...)
+	if r != renewOK {
+		o.afterAcquire(ctx, RenewSpanName, key, renewalNames[r], err)
+	}
 }
 
-// Lost counts a lost lock.
-func (o *observer) Lost(string, error) { o.losses.Add(context.Background(), 1) }
+// Lost counts a lost lock, and records the loss as a span, a child of the
+// acquisition's.
+func (o *observer) Lost(ctx context.Context, key string, cause error) {
+	o.losses.Add(ctx, 1)
+	o.afterAcquire(ctx, LostSpanName, key, renewalNames[renewLost], cause)
+}
+
+// afterAcquire records an event of a held lock — a failed renewal, a loss —
+// as a span named name, a child of the span of the lock's acquisition when
+// it was recorded, ended at once with status Error. The acquire span has
+// ended by then, and an ended span takes no more events.
+func (o *observer) afterAcquire(ctx context.Context, name, key, kind string, err error) {
+	parent, ok := o.acquireSpan(ctx)
+	if !ok {
+		return
+	}
+	_, span := o.tracer.Start(trace.ContextWithSpan(ctx, parent), name)
+	span.SetAttributes(KeyKey.String(key), semconv.ErrorTypeKey.String(kind))
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
 
 // NodeFailed counts a failed node call, by op and node, and adds an event to
-// the acquire span of key when there is exactly one recording (see
-// flights). The Observer interface gives NodeFailed no context, so failures
-// of extend and unlock, and those of a key acquired concurrently more than
-// once, are metrics only.
-func (o *observer) NodeFailed(op, key string, v redlock.NodeVote) {
-	ctx := context.Background()
-	var span trace.Span
-	if op == "lock" {
-		span, _ = o.flights.only(key)
+// the span of its context while that records: the acquire span, for the
+// acquisition's calls; the caller's span, for Extend and Unlock. The
+// watchdog's failures, whose acquire span has ended, are metrics only.
+func (o *observer) NodeFailed(ctx context.Context, op, key string, v redlock.NodeVote) {
+	span, ok := o.acquireSpan(ctx)
+	if !ok {
+		span = trace.SpanFromContext(ctx)
 	}
+	live := span.IsRecording()
 	counted := o.nodeErrors.Enabled(ctx)
-	if !counted && span == nil { // the no-op default: build no attributes
+	if !counted && !live { // the no-op default: build no attributes
 		return
 	}
 	node := nodeAttrs(v)
@@ -167,8 +201,8 @@ func (o *observer) NodeFailed(op, key string, v redlock.NodeVote) {
 		attrs = append(append(attrs, OpKey.String(op), kind), node...)
 		o.nodeErrors.Add(ctx, 1, metric.WithAttributes(attrs...))
 	}
-	if span != nil {
-		ev := append(node, NodeKey.Int(v.Node), kind)
+	if live {
+		ev := append(node, NodeKey.Int(v.Node), OpKey.String(op), kind)
 		if v.Err != nil {
 			ev = append(ev, semconv.ExceptionMessage(v.Err.Error()))
 		}

@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 
-	"github.com/seed818c56a1/quorumlock/quorum"
 	"github.com/seed818c56a1/quorumlock/redlock"
 	o "github.com/seed818c56a1/quorumlock/redlock/otelredlock"
 )
@@ -56,7 +55,7 @@ func TestRenewals(t *testing.T) {
 	tm := newTelemetry(t)
 	quorumErr := &redlock.QuorumError{Op: "extend", Key: "k", Need: 2}
 	for _, err := range []error{nil, nil, quorumErr, fmt.Errorf("extend: %w", redlock.ErrLockLost)} {
-		tm.obs.Renewed("k", err)
+		tm.obs.Renewed(context.Background(), "k", err)
 	}
 	for result, want := range map[string]int64{"ok": 2, "failed": 1, "lost": 1} {
 		if got := tm.count(t, o.RenewalsName, o.ResultKey.String(result)); got != want {
@@ -65,43 +64,71 @@ func TestRenewals(t *testing.T) {
 	}
 }
 
-// A node error finds the span of its key's acquisition only while exactly
-// one is in flight; it is counted in every case, without the key.
-func TestNodeErrorEventsNeedOneFlight(t *testing.T) {
+// Two acquisitions of one key in flight at once each get their node errors
+// on their own span, and, once held, their failed renewals and loss as
+// spans under it; a node error of Extend or Unlock goes on the caller's
+// span. Every node error is counted, without the key.
+func TestEventsFindTheirSpanByContext(t *testing.T) {
 	tm := newTelemetry(t)
-	vote := redlock.NodeVote{Node: 1, Addr: "10.0.0.7:6379", Outcome: quorum.Failed, Err: context.DeadlineExceeded}
+	vote := redlock.NodeVote{Node: 1, Addr: "10.0.0.7:6379", Outcome: redlock.Failed, Err: context.DeadlineExceeded}
 	first := tm.obs.AcquireStart(context.Background(), "k", true)
 	second := tm.obs.AcquireStart(context.Background(), "k", true)
-	tm.obs.NodeFailed("lock", "k", vote) // two in flight: which one?
-	tm.obs.AcquireDone(first, "k", nil, time.Millisecond, redlock.ErrNotObtained)
-	tm.obs.NodeFailed("lock", "k", vote) // only the second now
-	tm.obs.NodeFailed("extend", "k", vote)
-	tm.obs.AcquireDone(second, "k", nil, time.Millisecond, redlock.ErrNotObtained)
+	tm.obs.NodeFailed(first, "lock", "k", vote)
+	tm.obs.NodeFailed(second, "lock", "k", vote)
+	tm.obs.NodeFailed(second, "lock", "k", vote)
+	tm.obs.AcquireDone(first, "k", nil, time.Millisecond, nil)
+	tm.obs.AcquireDone(second, "k", nil, time.Millisecond, nil)
+	// The Locks' own contexts: the acquisitions', without their cancellation.
+	tm.obs.Renewed(context.WithoutCancel(second), "k", &redlock.QuorumError{Op: "extend", Key: "k", Need: 2})
+	tm.obs.Lost(context.WithoutCancel(second), "k", redlock.ErrLockLost)
+	tm.obs.Renewed(context.WithoutCancel(first), "k", nil)
+	caller, span := tm.tp.Tracer("test").Start(context.Background(), "caller")
+	tm.obs.NodeFailed(caller, "unlock", "k", vote)
+	span.End()
 
 	node := []attribute.KeyValue{attribute.String("server.address", "10.0.0.7"), attribute.Int("server.port", 6379),
 		attribute.String("error.type", "timeout")}
-	spans := tm.ended()
-	if len(spans) != 2 {
-		t.Fatalf("got %d spans, want 2", len(spans))
+	acquires := tm.ended()
+	if len(acquires) != 2 {
+		t.Fatalf("got %d acquire spans, want 2", len(acquires))
 	}
-	if got := events(spans[0], node); got != 0 {
-		t.Errorf("first span: %d node events, want 0", got)
+	for i, want := range []int{1, 2} {
+		if got := events(acquires[i], node); got != want {
+			t.Errorf("acquire span %d: %d node events, want %d", i, got, want)
+		}
 	}
-	if got := events(spans[1], node); got != 1 {
-		t.Errorf("second span: %d node events, want 1", got)
+	children := map[string]int{}
+	for _, s := range tm.spans.Ended() {
+		switch s.Name() {
+		case o.RenewSpanName, o.LostSpanName:
+			if s.Parent().SpanID() != acquires[1].SpanContext().SpanID() {
+				t.Errorf("%s span's parent %v, want the second acquisition's %v", s.Name(), s.Parent().SpanID(), acquires[1].SpanContext().SpanID())
+			}
+			if s.Status().Code != codes.Error {
+				t.Errorf("%s span status %v, want Error", s.Name(), s.Status())
+			}
+			children[s.Name()]++
+		case "caller":
+			if got := events(s, append(node, o.OpKey.String("unlock"))); got != 1 {
+				t.Errorf("caller's span: %d unlock node events, want 1", got)
+			}
+		}
 	}
-	if got := tm.count(t, o.NodeErrorsName, append(node, o.OpKey.String("lock"))...); got != 2 {
-		t.Errorf("node.errors{lock} = %d, want 2", got)
+	if children[o.RenewSpanName] != 1 || children[o.LostSpanName] != 1 {
+		t.Errorf("spans after the acquisition: %v, want one failed renewal and one loss (none for the ok renewal)", children)
 	}
-	if got := tm.count(t, o.NodeErrorsName, append(node, o.OpKey.String("extend"))...); got != 1 {
-		t.Errorf("node.errors{extend} = %d, want 1", got)
+	if got := tm.count(t, o.NodeErrorsName, append(node, o.OpKey.String("lock"))...); got != 3 {
+		t.Errorf("node.errors{lock} = %d, want 3", got)
+	}
+	if got := tm.count(t, o.NodeErrorsName, append(node, o.OpKey.String("unlock"))...); got != 1 {
+		t.Errorf("node.errors{unlock} = %d, want 1", got)
 	}
 }
 
 // A node whose client exposes no address is named by its index.
 func TestNodeWithoutAddress(t *testing.T) {
 	tm := newTelemetry(t)
-	tm.obs.NodeFailed("unlock", "k", redlock.NodeVote{Node: 2, Outcome: quorum.Failed, Err: redlock.ErrNodeRestarted})
+	tm.obs.NodeFailed(context.Background(), "unlock", "k", redlock.NodeVote{Node: 2, Outcome: redlock.Failed, Err: redlock.ErrNodeRestarted})
 	want := []attribute.KeyValue{o.NodeKey.Int(2), o.OpKey.String("unlock"), attribute.String("error.type", "node_restarted")}
 	if got := tm.count(t, o.NodeErrorsName, want...); got != 1 {
 		t.Errorf("node.errors%v = %d, want 1", want, got)
@@ -128,14 +155,14 @@ func TestDefaultIsNoOp(t *testing.T) {
 		t.Fatalf("New: %v", err)
 	}
 	ctx := obs.AcquireStart(context.Background(), "k", false)
-	obs.NodeFailed("lock", "k", redlock.NodeVote{Outcome: quorum.Failed, Err: errors.New("x")})
+	obs.NodeFailed(ctx, "lock", "k", redlock.NodeVote{Outcome: redlock.Failed, Err: errors.New("x")})
 	obs.AcquireDone(ctx, "k", nil, time.Millisecond, redlock.ErrNotObtained)
-	obs.Renewed("k", nil)
-	obs.Lost("k", redlock.ErrLockLost)
+	obs.Renewed(ctx, "k", errors.New("x"))
+	obs.Lost(ctx, "k", redlock.ErrLockLost)
 	allocs := testing.AllocsPerRun(100, func() {
 		ctx := obs.AcquireStart(context.Background(), "k", false)
 		obs.AcquireDone(ctx, "k", nil, time.Millisecond, nil)
-		obs.Renewed("k", nil)
+		obs.Renewed(ctx, "k", nil)
 	})
 	t.Logf("no-op acquisition + renewal: %.0f allocs", allocs)
 	if allocs > 3 {

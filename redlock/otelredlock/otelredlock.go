@@ -23,7 +23,9 @@ const (
 	LossesName          = "quorumlock.losses"           // counter, {loss}
 	NodeErrorsName      = "quorumlock.node.errors"      // counter, {error}; op, server.address, server.port, error.type
 	AcquireSpanName     = "quorumlock.acquire"          // one span per acquisition
-	NodeErrorEventName  = "quorumlock.node.error"       // event on the acquire span
+	RenewSpanName       = "quorumlock.renew"            // a renewal that failed, a child of the acquire span
+	LostSpanName        = "quorumlock.lost"             // a loss, a child of the acquire span
+	NodeErrorEventName  = "quorumlock.node.error"       // event on the acquire span, or the caller's
 )
 
 // Attribute keys. Metrics carry only the bounded ones (result, wait, op,
@@ -31,7 +33,7 @@ const (
 const (
 	ResultKey  = attribute.Key("quorumlock.result")  // obtained, not_obtained, cancelled, invalid, closed; renewals: ok, failed, lost
 	WaitKey    = attribute.Key("quorumlock.wait")    // true for Lock and Do, false for TryLock
-	OpKey      = attribute.Key("quorumlock.op")      // lock, extend or unlock
+	OpKey      = attribute.Key("quorumlock.op")      // lock, acquire, extend or unlock
 	NodeKey    = attribute.Key("quorumlock.node")    // the node's index, when its address is unknown (metrics) and on span events
 	KeyKey     = attribute.Key("quorumlock.key")     // spans only
 	TokenKey   = attribute.Key("quorumlock.token")   // spans only, on success

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
 	"github.com/seed818c56a1/quorumlock/internal/testkit"
@@ -192,6 +194,78 @@ func TestLostLock(t *testing.T) {
 	}
 	if got := tm.count(t, o.NodeErrorsName, nodeOf(t, lab.Nodes[2].Addr())...); got != 0 {
 		t.Errorf("node.errors of the live node = %d, want 0", got)
+	}
+}
+
+// Two acquisitions of one key at once — two readers — are two spans, each
+// a child of its caller's; when one of the locks is lost, its failed
+// renewals and its loss are spans under its own acquisition's span, and
+// none is under the other's.
+func TestConcurrentAcquisitionsOfOneKey(t *testing.T) {
+	tm := newTelemetry(t)
+	c, lab := client(t, tm, 3, redlock.WithTTL(400*time.Millisecond))
+	lab.RequireControl(t)
+	defer tm.logOnFailure(t)
+	ctx := testkit.Context(t, 10*time.Second)
+	names := []string{"caller-kept", "caller-lost"}
+	callers := make([]trace.Span, 2)
+	locks := make([]*redlock.Lock, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range locks {
+		var cctx context.Context
+		cctx, callers[i] = tm.tp.Tracer("test").Start(ctx, names[i])
+		wg.Go(func() { locks[i], errs[i] = c.RLock(cctx, "k") })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		callers[i].End()
+		if err != nil {
+			t.Fatalf("RLock %d: %v", i, err)
+		}
+	}
+	unlock(t, locks[0])
+	lab.Kill(t, 0, 1)
+	select {
+	case <-locks[1].Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("lock not lost 5 s after its majority died")
+	}
+	after := func(name string) []sdktrace.ReadOnlySpan {
+		var out []sdktrace.ReadOnlySpan
+		for _, s := range tm.spans.Ended() {
+			if s.Name() == name {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	testkit.Eventually(t, 2*time.Second, "the loss and a failed renewal recorded", func() bool {
+		return len(after(o.LostSpanName)) == 1 && len(after(o.RenewSpanName)) >= 1
+	})
+
+	acquire := map[string]trace.SpanContext{} // by caller
+	for _, s := range tm.ended() {
+		for i, caller := range callers {
+			if s.Parent().SpanID() == caller.SpanContext().SpanID() {
+				acquire[names[i]] = s.SpanContext()
+			}
+		}
+	}
+	if len(acquire) != 2 {
+		t.Fatalf("acquire spans by caller: %v, want one under each of %v", acquire, names)
+	}
+	for _, s := range append(after(o.LostSpanName), after(o.RenewSpanName)...) {
+		if got, want := s.Parent().SpanID(), acquire["caller-lost"].SpanID(); got != want {
+			t.Errorf("%s span's parent %v, want the lost lock's acquisition %v (the other's is %v)",
+				s.Name(), got, want, acquire["caller-kept"].SpanID())
+		}
+		if got, want := s.SpanContext().TraceID(), acquire["caller-lost"].TraceID(); got != want {
+			t.Errorf("%s span in trace %v, want the lost lock's %v", s.Name(), got, want)
+		}
+		if v, _ := attr(s, o.KeyKey); v.AsString() != "k" {
+			t.Errorf("%s span's key %q, want k", s.Name(), v.AsString())
+		}
 	}
 }
 
