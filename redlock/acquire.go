@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"strconv"
-	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -25,7 +23,7 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock
 
 // tryLock is TryLock of every key of keys at once, for a holding of kind.
 func (c *Client) tryLock(ctx context.Context, keys []string, opts []Option, kind holdKind) (*Lock, error) {
-	cfg, err := c.enter(keys, opts)
+	a, err := c.newAcquisition(keys, opts, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -33,8 +31,8 @@ func (c *Client) tryLock(ctx context.Context, keys []string, opts []Option, kind
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(err, ErrNotObtained)
 	}
-	ctx, done := c.observe(ctx, &cfg, strings.Join(keys, ","), false)
-	l, _, err := c.attempt(ctx, keys, newKeysets(cfg.prefix, keys), &cfg, cfg.identity(kind), "", nil)
+	ctx, done := c.observe(ctx, &a.cfg, a.key, false)
+	l, _, err := a.attempt(ctx, &waiting{})
 	done(l, err)
 	return l, err
 }
@@ -69,68 +67,63 @@ func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, e
 
 // lock is Lock of every key of keys at once, for a holding of kind.
 func (c *Client) lock(ctx context.Context, keys []string, opts []Option, kind holdKind) (*Lock, error) {
-	cfg, err := c.enter(keys, opts)
+	a, err := c.newAcquisition(keys, opts, kind)
 	if err != nil {
 		return nil, err
 	}
 	defer c.end()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.maxWait)
+		ctx, cancel = context.WithTimeout(ctx, a.cfg.maxWait)
 		defer cancel()
 	}
-	ctx, done := c.observe(ctx, &cfg, strings.Join(keys, ","), true)
-	l, err := c.wait(ctx, keys, &cfg, kind)
+	ctx, done := c.observe(ctx, &a.cfg, a.key, true)
+	l, err := a.wait(ctx)
 	done(l, err)
 	return l, err
 }
 
-// wait makes attempts on keys, in line on each, until one succeeds or ctx
+// wait makes attempts, in line on each key, until one succeeds or ctx
 // ends. A waiter for several keys listens on every key's channel.
-func (c *Client) wait(ctx context.Context, keys []string, cfg *config, kind holdKind) (*Lock, error) {
-	kss := newKeysets(cfg.prefix, keys)
-	id := cfg.identity(kind) // one owner for every attempt: a late grant is ours
-	ticket := strconv.FormatInt(cfg.clock.Now().UnixMilli(), 10)
+func (a *acquisition) wait(ctx context.Context) (*Lock, error) {
+	return a.waitWith(ctx, a.kss.channels(), a.attempt)
+}
+
+// waitWith makes attempts by try, in line, until one succeeds or ctx ends;
+// between attempts it sleeps a backoff, shortened to the holder's remaining
+// lease, or until a release is announced on one of channels.
+func (a *acquisition) waitWith(ctx context.Context, channels []string, try func(context.Context, *waiting) (*Lock, time.Duration, error)) (*Lock, error) {
+	c, cfg := a.c, &a.cfg
+	w := &waiting{ticket: strconv.FormatInt(cfg.clock.Now().UnixMilli(), 10)}
 	b := cfg.backoff()
 	var wake <-chan struct{}
 	var last error = ErrNotObtained
-	gone := new(atomic.Bool)
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, c.giveUp(ctx, cfg, kss, id, errors.Join(err, last), wake != nil, gone)
+			return nil, a.giveUp(ctx, w, errors.Join(err, last))
 		}
-		l, hint, err := c.attempt(ctx, keys, kss, cfg, id, ticket, gone)
+		l, hint, err := try(ctx, w)
 		if err == nil { // the holder keeps its place in line until Unlock takes it out
 			return l, nil
 		}
 		if !errors.Is(err, ErrNotObtained) {
-			return nil, c.giveUp(ctx, cfg, kss, id, err, wake != nil, gone)
+			return nil, a.giveUp(ctx, w, err)
 		}
 		last = err
 		if wake == nil {
 			var stop func()
-			wake, stop = c.bell.listen(kss.channels(), id.waiter())
+			wake, stop = c.bell.listen(channels, a.id.waiter())
 			defer stop()
+			w.queued = true
 		}
 		delay := b.NextBackOff()
 		if hint > 0 && hint < delay {
 			delay = hint
 		}
 		if err := c.sleep(ctx, cfg.clock, delay, wake); err != nil {
-			return nil, c.giveUp(ctx, cfg, kss, id, errors.Join(err, last), true, gone)
+			return nil, a.giveUp(ctx, w, errors.Join(err, last))
 		}
 	}
-}
-
-// giveUp leaves the waiters' queue, if Lock had joined it, and returns err.
-// It marks the Lock gone first, so that a refusal answering late — after the
-// leave — is undone by the attempt's Late.
-func (c *Client) giveUp(ctx context.Context, cfg *config, kss keysets, id identity, err error, queued bool, gone *atomic.Bool) error {
-	gone.Store(true)
-	if queued {
-		c.spawn(func() { c.leave(ctx, cfg, kss, id) })
-	}
-	return err
 }
 
 // sleep waits for d, a wake-up, the end of ctx, or Close.

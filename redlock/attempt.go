@@ -6,26 +6,64 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/clock"
 	"github.com/seed818c56a1/quorumlock/quorum"
 )
 
-// attempt runs one acquisition round; ticket is "" for a one-shot attempt
-// that does not queue. On failure it returns the holder's shortest remaining
-// lease among the refusals (0 if none) as a retry hint.
+// An acquisition is what every step of taking and holding one set of keys
+// shares: the Client, the keys and their names on the nodes, the options in
+// force, and the identity of the holder — its owner and kind, and in each
+// attempt a hold of its own. Its methods are the steps: attempt, fence,
+// undo, release, leave. The Lock an attempt wins holds that attempt's
+// acquisition.
+type acquisition struct {
+	c    *Client
+	cfg  config
+	keys []string // as given to Lock, LockMany or RLock, or a semaphore's name
+	key  string   // keys joined by commas: Key, errors, observers
+	kss  keysets  // their names on the nodes, in the same order
+	id   identity // one owner for every attempt, so that a late grant is ours
+}
+
+// newAcquisition checks keys and applies opts over the Client's defaults,
+// then counts the call in flight; on success the caller must call c.end.
+func (c *Client) newAcquisition(keys []string, opts []Option, kind holdKind) (*acquisition, error) {
+	cfg, err := c.enter(keys, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &acquisition{c: c, cfg: cfg, keys: keys, key: strings.Join(keys, ","),
+		kss: newKeysets(cfg.prefix, keys), id: cfg.identity(kind)}, nil
+}
+
+// withHold returns a copy of a for one attempt, under a hold of its own:
+// undoing one attempt never undoes the next.
+func (a *acquisition) withHold() *acquisition {
+	at := *a
+	at.id.hold = rand.Text()
+	return &at
+}
+
+// on returns a copy of a whose names on the nodes are kss: a semaphore's
+// attempt is about the permit each node granted.
+func (a *acquisition) on(kss keysets) *acquisition {
+	at := *a
+	at.kss = kss
+	return &at
+}
+
+// attempt runs one acquisition round, in line as w says (a zero w for a
+// one-shot attempt, which does not queue). On failure it returns the
+// holder's shortest remaining lease among the refusals (0 if none) as a
+// retry hint.
 //
-// gone, for a waiting Lock, is set once that Lock has given up: a refusal
-// arriving after it has put the owner back in that node's waiters' queue,
-// which must be undone, or the stale first in line would refuse everyone.
-//
-// kss has one keyset per key: several for LockMany, whose script takes all
-// of them or none on each node, so the whole round is that of one lock.
-func (c *Client) attempt(ctx context.Context, keys []string, kss keysets, cfg *config, id identity, ticket string, gone *atomic.Bool) (*Lock, time.Duration, error) {
-	id.hold = rand.Text() // a new hold per attempt: undoing this one never undoes the next
-	key := strings.Join(keys, ",")
+// a.kss has one keyset per key: several for LockMany, whose script takes
+// all of them or none on each node, so the whole round is that of one lock.
+func (a *acquisition) attempt(ctx context.Context, w *waiting) (*Lock, time.Duration, error) {
+	a = a.withHold()
+	c, cfg := a.c, &a.cfg
 	decided := make(chan struct{})
 	var l *Lock
 	r := round[[]int64](c, cfg)
@@ -34,18 +72,20 @@ func (c *Client) attempt(ctx context.Context, keys []string, kss keysets, cfg *c
 		switch {
 		case l == nil: // the attempt failed; undo skipped n while its call ran
 			if v.Outcome != quorum.Refused {
-				c.releaseOn(context.Background(), cfg, n, kss, id, undoHold, nil)
-			} else if gone != nil && gone.Load() {
-				c.leaveOn(context.Background(), n, kss, id)
+				a.releaseOn(n, undoHold, nil)
+			} else if w.gone.Load() {
+				// The refusal put the owner back in n's line after Lock gave
+				// up: a stale first in line there would refuse everyone.
+				a.leaveOn(n)
 			}
 		case l.answered(n):
 			// Unlock skipped n while its call ran: release it now — a late
 			// refusal too, since it put the owner in n's waiters' queue, and
 			// a stale first in line there would refuse everyone else.
-			c.releaseOn(context.Background(), cfg, n, kss, id, l.releaseKind(), l.tokens)
+			a.releaseOn(n, l.releaseKind(), l.tokens)
 		} // otherwise Unlock, still to come, covers n
 	}
-	calls := c.acquireCalls(kss, cfg, id, ticket)
+	calls := a.calls(w.ticket)
 	start := cfg.clock.Now()
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[[]int64] {
 		if !cfg.detectRestarts() {
@@ -54,16 +94,16 @@ func (c *Client) attempt(ctx context.Context, keys []string, kss keysets, cfg *c
 			}
 		}
 		reply, err := c.exec(ctx, n, calls[n]).Slice()
-		return c.acquireVote(n, cfg, len(kss), reply, err)
+		return a.vote(n, len(a.kss), reply, err)
 	})
 	until := clock.Validity(start, cfg.ttl, cfg.driftFactor)
 	// A lock with less validity left than the loss margin would be declared
 	// lost at once: the attempt fails instead.
 	usable := until.Add(-cfg.lossMargin())
-	nodeFailures(ctx, c, cfg.observers, "lock", key, &t)
+	nodeFailures(ctx, a, "lock", &t)
 	if t.Won() && cfg.clock.Now().Before(usable) {
-		if tokens, ok, fenced := c.fence(ctx, cfg, kss, &t); ok && cfg.clock.Now().Before(usable) {
-			l = c.newLock(ctx, keys, kss, cfg, id, tokens, until, &t, fenced)
+		if f, ok := a.fence(ctx, &t); ok && cfg.clock.Now().Before(usable) {
+			l = a.newLock(ctx, f, until, &t)
 		}
 	}
 	close(decided)
@@ -71,26 +111,27 @@ func (c *Client) attempt(ctx context.Context, keys []string, kss keysets, cfg *c
 		return l, 0, nil
 	}
 	if t.Count(quorum.Refused) < len(t.Votes) {
-		c.spawn(func() { c.undo(ctx, cfg, kss, id, &t) })
+		c.spawn(func() { a.undo(ctx, &t) })
 	}
 	if t.Won() && c.isClosed() { // won, but the Client closed meanwhile
 		return nil, 0, ErrClosed
 	}
-	return nil, retryHint(&t), quorumError(c, "lock", key, ErrNotObtained, &t)
+	return nil, retryHint(&t), quorumError(c, "lock", a.key, ErrNotObtained, &t)
 }
 
-// acquireCalls returns each node's acquire.lua call — racquire.lua's for a
+// calls returns each node's acquire.lua call — racquire.lua's for a
 // reader: with restart detection on, each carries the node's LASTSAVE as
 // this Client last saw it.
-func (c *Client) acquireCalls(kss keysets, cfg *config, id identity, ticket string) []*scriptCall {
+func (a *acquisition) calls(ticket string) []*scriptCall {
 	s := acquireScript
-	if id.kind == reader {
+	if a.id.kind == reader {
 		s = racquireScript
 	}
-	base := newScriptCall(s, kss.acquireKeys(), id.owner, id.hold,
+	cfg := &a.cfg
+	base := newScriptCall(s, a.kss.acquireKeys(), a.id.owner, a.id.hold,
 		cfg.ttl.Milliseconds(), ticket, cfg.queueLease().Milliseconds(), cfg.retention.Milliseconds(), "")
-	calls := make([]*scriptCall, len(c.nodes))
-	for n, node := range c.nodes {
+	calls := make([]*scriptCall, len(a.c.nodes))
+	for n, node := range a.c.nodes {
 		calls[n] = base
 		if cfg.detectRestarts() {
 			calls[n] = base.withLast(node.lastSaved())
@@ -99,10 +140,12 @@ func (c *Client) acquireCalls(kss keysets, cfg *config, id identity, ticket stri
 	return calls
 }
 
-// acquireVote reads node n's reply to acquire.lua for an attempt on keys
-// keys: a grant's value is the token of each key; a refusal's, the holder's
+// vote reads node n's reply to acquire.lua (or a script replying alike),
+// whose grants carry per values: a grant's value is the token of each key
+// (a semaphore's, the token and the permit); a refusal's, the holder's
 // remaining lease.
-func (c *Client) acquireVote(n int, cfg *config, keys int, reply []any, err error) quorum.Vote[[]int64] {
+func (a *acquisition) vote(n, per int, reply []any, err error) quorum.Vote[[]int64] {
+	c, cfg, keys := a.c, &a.cfg, per
 	if err != nil {
 		return quorum.Vote[[]int64]{Outcome: quorum.Failed, Err: err}
 	}

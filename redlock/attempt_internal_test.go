@@ -28,14 +28,14 @@ func TestResentAttemptIsIdempotent(t *testing.T) {
 	cfg := c.cfg
 	kss := newKeysets(cfg.prefix, []string{"k"})
 	ks := kss[0]
-	id := identity{owner: "owner-1", hold: "hold-1"}
+	a := &acquisition{c: c, cfg: cfg, keys: []string{"k"}, key: "k", kss: kss, id: identity{owner: "owner-1", hold: "hold-1"}}
 	r := round[[]int64](c, &cfg)
 	r.Decided = func(*quorum.Tally[[]int64]) bool { return false } // hear every node
 	send := func() []int64 {
 		t.Helper()
 		tally := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[[]int64] {
-			reply, err := c.exec(ctx, n, c.acquireCalls(kss, &cfg, id, "")[n]).Slice()
-			return c.acquireVote(n, &cfg, 1, reply, err)
+			reply, err := c.exec(ctx, n, a.calls("")[n]).Slice()
+			return a.vote(n, 1, reply, err)
 		})
 		if !tally.Won() || tally.Count(quorum.Granted) != 3 {
 			t.Fatalf("attempt: %v, want granted by all 3", tally.String())
@@ -57,10 +57,11 @@ func TestResentAttemptIsIdempotent(t *testing.T) {
 		}
 	}
 	// A different owner is refused while it is held.
-	other := identity{owner: "owner-2", hold: "hold-2"}
+	other := *a
+	other.id = identity{owner: "owner-2", hold: "hold-2"}
 	for i := range nodes {
-		reply, err := c.exec(ctx, i, c.acquireCalls(kss, &cfg, other, "")[i]).Slice()
-		v := c.acquireVote(i, &cfg, 1, reply, err)
+		reply, err := c.exec(ctx, i, other.calls("")[i]).Slice()
+		v := other.vote(i, 1, reply, err)
 		if v.Outcome != quorum.Refused || v.Value[0] <= 0 {
 			t.Errorf("node %d: another owner's attempt = %v (pttl %d), want refused with the remaining TTL", i, v.Outcome, v.Value[0])
 		}

@@ -85,7 +85,7 @@ func (c *Client) Close() error {
 	}
 	c.mu.Unlock()
 	for _, l := range held {
-		l.finish(ErrClosed, false)
+		l.lose(ErrClosed)
 	}
 	c.wg.Wait()
 	for _, n := range c.nodes { // last: late releases above went through them

@@ -44,7 +44,7 @@ func (c *Client) extendRound(ctx context.Context, locks []*Lock, repair bool) []
 		if repair { // the watchdog's round, on no caller's behalf
 			octx = l.observed
 		}
-		nodeFailures(octx, c, l.cfg.observers, "extend", l.key, &lt)
+		nodeFailures(octx, l.acquisition, "extend", &lt)
 		out[i] = l.extended(&lt, clock.Validity(start, l.cfg.ttl, l.cfg.driftFactor))
 	}
 	return out
@@ -58,7 +58,7 @@ func (l *Lock) extended(t *quorum.Tally[bool], until time.Time) error {
 		l.setUntil(until)
 		return nil
 	case t.Count(quorum.Refused) >= t.Need:
-		l.finish(ErrLockLost, false)
+		l.lose(ErrLockLost)
 		return quorumError(l.c, "extend", l.key, ErrLockLost, t)
 	}
 	return quorumError(l.c, "extend", l.key, nil, t)
@@ -220,7 +220,7 @@ func releaseLateRepairs(c *Client, locks []*Lock, n int, v quorum.Vote[[]quorum.
 	}
 	for i, l := range locks {
 		if v.Value[i].Value && l.hasEnded() {
-			c.releaseOn(context.Background(), &l.cfg, n, l.kss, l.id, l.releaseKind(), l.tokens)
+			l.releaseOn(n, l.releaseKind(), l.tokens)
 		}
 	}
 }

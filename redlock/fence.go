@@ -6,8 +6,16 @@ import (
 	"github.com/seed818c56a1/quorumlock/quorum"
 )
 
-// fence returns the fencing tokens of a won round — per key, the largest
-// value among the grants. Where granting nodes are behind a key's token, it
+// A fencing is the fencing of a won round: the token of each key, and the
+// nodes known to hold counters at least as large as every key's token —
+// Unlock need not raise theirs.
+type fencing struct {
+	tokens []int64
+	nodes  []bool
+}
+
+// fence returns the fencing of a won round: per key, the token is the
+// largest value among the grants. Where granting nodes are behind a key's token, it
 // first writes the token back to them, so that a majority holds counters at
 // least as large before the lock is handed out — the next majority
 // intersects it, and its tokens are larger; a nested acquisition of the same
@@ -16,11 +24,9 @@ import (
 // acquisitions share it through the pipelines. It reports false if fewer
 // than a majority could be brought up to the tokens: the acquisition must
 // then fail, or the next holder's token might not be larger.
-//
-// It also returns which nodes are known to hold counters at least as large
-// as every key's token: Unlock need not raise theirs.
-func (c *Client) fence(ctx context.Context, cfg *config, kss keysets, won *quorum.Tally[[]int64]) (tokens []int64, ok bool, fenced []bool) {
-	tokens = make([]int64, len(kss))
+func (a *acquisition) fence(ctx context.Context, won *quorum.Tally[[]int64]) (fencing, bool) {
+	c, cfg, kss := a.c, &a.cfg, a.kss
+	tokens := make([]int64, len(kss))
 	behind := make([][]int, len(won.Votes)) // per node, the keys it is behind on
 	writeBack := false
 	for i := range kss {
@@ -32,12 +38,12 @@ func (c *Client) fence(ctx context.Context, cfg *config, kss keysets, won *quoru
 			writeBack = true
 		}
 	}
-	fenced = make([]bool, len(won.Votes))
+	fenced := make([]bool, len(won.Votes))
 	for n, v := range won.Votes {
 		fenced[n] = v.Outcome == quorum.Granted && len(behind[n]) == 0
 	}
 	if !writeBack {
-		return tokens, true, fenced
+		return fencing{tokens, fenced}, true
 	}
 	r := round[struct{}](c, cfg)
 	r.Decided = func(t *quorum.Tally[struct{}]) bool { return t.Won() }
@@ -64,7 +70,7 @@ func (c *Client) fence(ctx context.Context, cfg *config, kss keysets, won *quoru
 	for n, v := range t.Votes {
 		fenced[n] = v.Outcome == quorum.Granted
 	}
-	return tokens, t.Won(), fenced
+	return fencing{tokens, fenced}, t.Won()
 }
 
 // keyTally is key i's part of an acquisition's tally: each grant's token

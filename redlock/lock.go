@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,12 +21,8 @@ import (
 // A Lock is safe for concurrent use by several goroutines and must not be
 // copied.
 type Lock struct {
-	c      *Client
-	cfg    config
-	key    string   // the keys joined by commas, for Key, errors and observers
-	keys   []string // as given to Lock or LockMany
-	kss    keysets  // their names on the nodes, in the same order
-	id     identity
+	*acquisition // the winning attempt's: client, keys, names, options, identity and hold
+
 	fenced []bool  // nodes known to hold every key's fencing counter ≥ its token
 	tokens []int64 // per key
 	token  int64   // the largest of tokens
@@ -56,12 +51,13 @@ type Lock struct {
 	slot int       // index in the schedule; -1 when not scheduled
 }
 
-// newLock returns the held lock, with its timers armed, or nil if c closed
+// newLock returns the lock a won the round won for, fenced by f, valid
+// until until, with its timers armed; or nil if the Client closed
 // meanwhile. ctx is the acquisition's.
-func (c *Client) newLock(ctx context.Context, keys []string, kss keysets, cfg *config, id identity, tokens []int64, until time.Time, won *quorum.Tally[[]int64], fenced []bool) *Lock {
-	l := &Lock{c: c, cfg: *cfg, key: strings.Join(keys, ","), keys: keys, kss: kss, id: id,
-		tokens: tokens, token: slices.Max(tokens), until: until, fenced: fenced, slot: -1, permit: -1,
-		observed: context.Background()}
+func (a *acquisition) newLock(ctx context.Context, f fencing, until time.Time, won *quorum.Tally[[]int64]) *Lock {
+	c, cfg := a.c, &a.cfg
+	l := &Lock{acquisition: a, tokens: f.tokens, token: slices.Max(f.tokens), until: until, fenced: f.nodes,
+		slot: -1, permit: -1, observed: context.Background()}
 	if len(cfg.observers) > 0 {
 		l.observed = context.WithoutCancel(ctx)
 	}
@@ -74,7 +70,7 @@ func (c *Client) newLock(ctx context.Context, keys []string, kss keysets, cfg *c
 		}
 	}
 	l.life, l.end = context.WithCancelCause(context.Background())
-	l.mu.Lock() // before track: Close may finish l as soon as it is tracked
+	l.mu.Lock() // before track: Close may end l as soon as it is tracked
 	if !c.track(l) {
 		l.mu.Unlock()
 		return nil
@@ -173,7 +169,7 @@ func (l *Lock) extend(ctx context.Context) error {
 		return err
 	}
 	if !l.cfg.clock.Now().Before(l.Until()) {
-		l.finish(ErrLockLost, false)
+		l.lose(ErrLockLost)
 		return ErrLockLost
 	}
 	return l.c.extendRound(ctx, []*Lock{l}, false)[0]
@@ -197,11 +193,11 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	l.op.Lock() // waits for a renewal in flight: none can outlive Unlock
 	defer l.op.Unlock()
 	prior := l.Err()
-	if !l.finish(ErrNotHeld, true) {
+	if !l.markReleased() {
 		return ErrNotHeld
 	}
-	t := l.c.release(ctx, &l.cfg, l.kss, l.id, l.releaseKind(), l.tokens, l.fenced, l.stillInFlight())
-	nodeFailures(ctx, l.c, l.cfg.observers, "unlock", l.key, &t)
+	t := l.release(ctx)
+	nodeFailures(ctx, l.acquisition, "unlock", &t)
 	switch {
 	case prior != nil:
 		return prior // already reported as lost; the release above only cleans up
@@ -245,31 +241,49 @@ func (l *Lock) stillInFlight() []bool {
 	return slices.Clone(l.inFlight)
 }
 
-// finish ends the lock with cause, once: Done closes, timers stop. With
-// release, it also marks the lock released; it reports false if it already
-// was (or, without release, if the lock had already ended).
-func (l *Lock) finish(cause error, release bool) bool {
+// lose ends the lock, not released, with cause — ErrLockLost, or ErrClosed
+// when its Client closes — unless it has ended already.
+func (l *Lock) lose(cause error) {
 	l.mu.Lock()
-	if l.released || (!release && l.ended) {
+	if l.ended { // a released lock has ended too
+		l.mu.Unlock()
+		return
+	}
+	l.terminate(cause)
+}
+
+// markReleased marks the lock released by Unlock, ending it if it had not
+// ended yet; it reports false if Unlock had already run.
+func (l *Lock) markReleased() bool {
+	l.mu.Lock()
+	if l.released {
 		l.mu.Unlock()
 		return false
 	}
-	l.released = l.released || release
-	ending := !l.ended
-	if ending {
-		l.ended = true
-		l.expiry.Stop()
-		l.end(cause)
-		l.c.forget(l)
+	l.released = true
+	if l.ended {
+		l.mu.Unlock()
+		return true
 	}
+	l.terminate(ErrNotHeld)
+	return true
+}
+
+// terminate ends the lock with cause: Done closes, its timers stop, and it
+// leaves the Client and the watchdog's schedule. It is called with l.mu
+// held, and unlocks it.
+func (l *Lock) terminate(cause error) {
+	l.ended = true
+	l.expiry.Stop()
+	l.end(cause)
+	l.c.forget(l)
 	l.mu.Unlock()
-	if ending && l.cfg.autoRenew {
+	if l.cfg.autoRenew {
 		l.c.renewals.remove(l) // after l.mu: see renewer.schedule
 	}
-	if ending && errors.Is(cause, ErrLockLost) {
+	if errors.Is(cause, ErrLockLost) {
 		l.cfg.observers.lost(l.observed, l.key, cause)
 	}
-	return true
 }
 
 func (l *Lock) setUntil(until time.Time) {
@@ -296,7 +310,7 @@ func (l *Lock) expire() {
 		return
 	}
 	l.mu.Unlock()
-	l.finish(ErrLockLost, false)
+	l.lose(ErrLockLost)
 }
 
 func (l *Lock) hasEnded() bool {

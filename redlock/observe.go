@@ -131,8 +131,10 @@ func (os observers) lost(ctx context.Context, key string, cause error) {
 	}
 }
 
-// nodeFailures reports the failed votes of a round to os.
-func nodeFailures[T any](ctx context.Context, c *Client, os observers, op, key string, t *quorum.Tally[T]) {
+// nodeFailures reports the failed votes of a round of a's operation op to
+// a's observers.
+func nodeFailures[T any](ctx context.Context, a *acquisition, op string, t *quorum.Tally[T]) {
+	c, os, key := a.c, a.cfg.observers, a.key
 	if len(os) == 0 {
 		return
 	}

@@ -16,29 +16,30 @@ const (
 	undoHold                      // a failed attempt: drop its hold, silently — its own waiter would wake
 )
 
-// release undoes a holding of every key of kss on every node, in parallel,
-// one call per node, each under the node timeout, detached from ctx's
-// cancellation. tokens (one per key, or nil), when positive, are raised onto
-// the counters of every answering node not marked in fenced (those already
-// hold counters at least as large). Nodes marked in skip are left out: their
-// acquire is still in flight, and its Late releases them.
-func (c *Client) release(ctx context.Context, cfg *config, kss keysets, id identity, kind releaseKind, tokens []int64, fenced, skip []bool) quorum.Tally[int64] {
-	r := round[int64](c, cfg)
+// release undoes l's holding of every key on every node, in parallel, one
+// call per node, each under the node timeout, detached from ctx's
+// cancellation. Its tokens are raised onto the counters of every answering
+// node not known to be fenced (those already hold counters at least as
+// large). Nodes whose acquire call is still in flight are left out: that
+// call's Late releases them.
+func (l *Lock) release(ctx context.Context) quorum.Tally[int64] {
+	r := round[int64](l.c, &l.cfg)
 	r.Decided = func(t *quorum.Tally[int64]) bool { return t.Won() || t.Count(quorum.Refused) >= t.Need }
-	raise := releaseCall(cfg, kss, id, kind, tokens)
+	kind, skip := l.releaseKind(), l.stillInFlight()
+	raise := l.releaseCall(kind, l.tokens)
 	plain := raise
-	if fenced != nil {
-		plain = releaseCall(cfg, kss, id, kind, nil)
+	if l.fenced != nil {
+		plain = l.releaseCall(kind, nil)
 	}
 	return r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[int64] {
 		if skip != nil && skip[n] {
 			return quorum.Vote[int64]{Outcome: quorum.Failed, Err: errInFlight}
 		}
 		sc := raise
-		if fenced != nil && fenced[n] {
+		if l.fenced != nil && l.fenced[n] {
 			sc = plain
 		}
-		return releaseVote(c.exec(ctx, n, sc).Int64())
+		return releaseVote(l.c.exec(ctx, n, sc).Int64())
 	})
 }
 
@@ -47,15 +48,15 @@ func (c *Client) release(ctx context.Context, cfg *config, kss keysets, id ident
 // there) — failed nodes included: their write may have landed. A node whose
 // call is still running is undone when it answers (the attempt's Late), so
 // that the undo cannot land before the write.
-func (c *Client) undo(ctx context.Context, cfg *config, kss keysets, id identity, t *quorum.Tally[[]int64]) {
-	r := round[int64](c, cfg)
+func (a *acquisition) undo(ctx context.Context, t *quorum.Tally[[]int64]) {
+	r := round[int64](a.c, &a.cfg)
 	r.Decided = func(*quorum.Tally[int64]) bool { return false }
-	sc := releaseCall(cfg, kss, id, undoHold, nil)
+	sc := a.releaseCall(undoHold, nil)
 	r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[int64] {
 		if t.Votes[n].Outcome == quorum.Refused || t.Abandoned(n) {
 			return quorum.Vote[int64]{Outcome: quorum.Refused}
 		}
-		return releaseVote(c.exec(ctx, n, sc).Int64())
+		return releaseVote(a.c.exec(ctx, n, sc).Int64())
 	})
 }
 
@@ -64,15 +65,16 @@ func (c *Client) undo(ctx context.Context, cfg *config, kss keysets, id identity
 var errInFlight = errors.New("redlock: acquire still in flight on this node; released when it answers")
 
 // releaseOn runs release.lua on node n alone, for a late answer.
-func (c *Client) releaseOn(ctx context.Context, cfg *config, n int, kss keysets, id identity, kind releaseKind, tokens []int64) {
-	c.execAlone(ctx, n, releaseCall(cfg, kss, id, kind, tokens))
+func (a *acquisition) releaseOn(n int, kind releaseKind, tokens []int64) {
+	a.c.execAlone(context.Background(), n, a.releaseCall(kind, tokens))
 }
 
 // releaseCall is release.lua's call for kind — rrelease.lua's for a reader;
 // tokens are the counters to raise, one per key, or nil to raise none.
-func releaseCall(cfg *config, kss keysets, id identity, kind releaseKind, tokens []int64) *scriptCall {
+func (a *acquisition) releaseCall(kind releaseKind, tokens []int64) *scriptCall {
+	cfg, kss, id := &a.cfg, a.kss, a.id
 	if id.kind == reader {
-		return rreleaseCall(cfg, kss[0], id, kind, tokens)
+		return a.rreleaseCall(kind, tokens)
 	}
 	mode, announce := "0", ""
 	switch kind {
@@ -96,10 +98,11 @@ func releaseCall(cfg *config, kss keysets, id identity, kind releaseKind, tokens
 	return newScriptCall(releaseScript, kss.lockKeys(), args...)
 }
 
-// rreleaseCall is rrelease.lua's call for a reader's holding of ks: an
+// rreleaseCall is rrelease.lua's call for a reader's holding of its key: an
 // Unlock — of a reentrant owner's hold or not, since each reader is a hold
 // of its own — or an undo.
-func rreleaseCall(cfg *config, ks keyset, id identity, kind releaseKind, tokens []int64) *scriptCall {
+func (a *acquisition) rreleaseCall(kind releaseKind, tokens []int64) *scriptCall {
+	cfg, ks, id := &a.cfg, a.kss[0], a.id
 	unlock := ""
 	if kind != undoHold {
 		unlock = "1"
@@ -119,31 +122,4 @@ func releaseVote(reply int64, err error) quorum.Vote[int64] {
 		return quorum.Vote[int64]{Outcome: quorum.Refused}
 	}
 	return quorum.Vote[int64]{Outcome: quorum.Granted, Value: reply}
-}
-
-// leaveOn removes id from the keys' waiters' queues on node n alone.
-func (c *Client) leaveOn(ctx context.Context, n int, kss keysets, id identity) {
-	c.execAlone(ctx, n, leaveCall(kss, id))
-}
-
-func leaveCall(kss keysets, id identity) *scriptCall {
-	args := make([]any, 0, 1+len(kss))
-	args = append(args, id.waiter())
-	for _, k := range kss {
-		args = append(args, k.Channel)
-	}
-	return newScriptCall(leaveScript, kss.leaveKeys(), args...)
-}
-
-// leave removes id from the keys' waiters' queues on every node.
-func (c *Client) leave(ctx context.Context, cfg *config, kss keysets, id identity) {
-	r := round[struct{}](c, cfg)
-	r.Decided = func(*quorum.Tally[struct{}]) bool { return false }
-	sc := leaveCall(kss, id)
-	r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[struct{}] {
-		if err := c.exec(ctx, n, sc).Err(); err != nil {
-			return quorum.Vote[struct{}]{Outcome: quorum.Failed, Err: err}
-		}
-		return quorum.Vote[struct{}]{Outcome: quorum.Granted}
-	})
 }

@@ -30,11 +30,11 @@ type renewer struct {
 const maxBatch = 100
 
 // schedule (re)arms l's renewal d from now. It does nothing for a lock that
-// ended: finish removes a lock, and nothing may put it back.
+// ended: terminate removes a lock, and nothing may put it back.
 func (r *renewer) schedule(l *Lock, d time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// Checked under r.mu: finish marks the lock ended before it takes r.mu
+	// Checked under r.mu: terminate marks the lock ended before it takes r.mu
 	// to remove it, so either this sees the end or the removal follows.
 	if l.hasEnded() {
 		return
@@ -161,7 +161,7 @@ func (c *Client) renewBatch(locks []*Lock) {
 		case l.Err() != nil:
 			l.op.Unlock()
 		case !c.cfg.clock.Now().Before(l.Until()):
-			l.finish(ErrLockLost, false)
+			l.lose(ErrLockLost)
 			l.op.Unlock()
 		default:
 			held = append(held, l)
@@ -178,7 +178,7 @@ func (c *Client) renewBatch(locks []*Lock) {
 		case err == nil:
 			c.renewals.schedule(l, l.cfg.renewEvery())
 		case errors.Is(err, ErrLockLost), l.Err() != nil:
-			// The lock ended; finish took it out of the schedule.
+			// The lock ended; terminate took it out of the schedule.
 		default:
 			// Too few answers this time; the expiry timer declares the loss
 			// if no retry succeeds before the validity runs out.

@@ -2,13 +2,11 @@ package redlock
 
 import (
 	"context"
-	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/clock"
@@ -49,7 +47,8 @@ func (c *Client) Acquire(ctx context.Context, name string, limit int, opts ...Op
 		defer cancel()
 	}
 	ctx, done := c.observe(ctx, &a.cfg, name, true)
-	l, err := a.wait(ctx)
+	// The line is the name's: its queue and channel are every permit's.
+	l, err := a.on(a.kss[:1]).waitWith(ctx, []string{a.kss[0].Channel}, a.attempt)
 	done(l, err)
 	return l, err
 }
@@ -68,7 +67,7 @@ func (c *Client) TryAcquire(ctx context.Context, name string, limit int, opts ..
 		return nil, errors.Join(err, ErrNotObtained)
 	}
 	ctx, done := c.observe(ctx, &a.cfg, name, false)
-	l, _, err := a.attempt(ctx)
+	l, _, err := a.attempt(ctx, &waiting{})
 	done(l, err)
 	return l, err
 }
@@ -109,17 +108,12 @@ func LimitKey(prefix, name string) string { return permitBase(prefix, name) + ":
 func permitBase(prefix, name string) string { return prefix + "{" + hashTag(name) + "}" }
 
 // A permitAcquisition is one Acquire or TryAcquire of a permit of a
-// semaphore: what every one of its rounds shares.
+// semaphore: an acquisition of the name, whose names on the nodes are every
+// permit's, and what its rounds share besides.
 type permitAcquisition struct {
-	c       *Client
-	cfg     config
-	name    string
-	limit   int
-	permits keysets // one per permit
-	id      identity
-	ticket  string      // "" for TryAcquire, which never queues
-	gone    atomic.Bool // Acquire gave up: late refusals must leave the queue
-	prefer  int         // the permit each round tries first
+	*acquisition
+	limit  int
+	prefer int // the permit each round tries first
 }
 
 // enterPermit checks a semaphore's input and applies opts, then counts the
@@ -128,59 +122,15 @@ func (c *Client) enterPermit(name string, limit int, opts []Option) (*permitAcqu
 	if err := checkLimit(name, limit); err != nil {
 		return nil, err
 	}
-	cfg, err := c.enter([]string{name}, opts)
+	a, err := c.newAcquisition([]string{name}, opts, writer)
 	if err != nil {
 		return nil, err
 	}
-	a := &permitAcquisition{c: c, cfg: cfg, name: name, limit: limit, id: cfg.identity(writer), prefer: rand.IntN(limit)}
-	a.permits = make(keysets, limit)
-	for i := range a.permits {
-		a.permits[i] = PermitKeys(cfg.prefix, name, i)
+	a.kss = make(keysets, limit)
+	for i := range a.kss {
+		a.kss[i] = PermitKeys(a.cfg.prefix, name, i)
 	}
-	return a, nil
-}
-
-// wait makes attempts, in the name's line, until one succeeds or ctx ends.
-func (a *permitAcquisition) wait(ctx context.Context) (*Lock, error) {
-	c, cfg := a.c, &a.cfg
-	a.ticket = strconv.FormatInt(cfg.clock.Now().UnixMilli(), 10)
-	b := cfg.backoff()
-	var wake <-chan struct{}
-	var last error = ErrNotObtained
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, a.giveUp(ctx, errors.Join(err, last))
-		}
-		l, hint, err := a.attempt(ctx)
-		if err == nil {
-			return l, nil
-		}
-		if !errors.Is(err, ErrNotObtained) {
-			return nil, a.giveUp(ctx, err)
-		}
-		last = err
-		if wake == nil {
-			var stop func()
-			wake, stop = c.bell.listen([]string{a.permits[0].Channel}, a.id.owner)
-			defer stop()
-		}
-		delay := b.NextBackOff()
-		if hint > 0 && hint < delay {
-			delay = hint
-		}
-		if err := c.sleep(ctx, cfg.clock, delay, wake); err != nil {
-			return nil, a.giveUp(ctx, errors.Join(err, last))
-		}
-	}
-}
-
-// giveUp leaves the name's line on every node and returns err. It marks the
-// acquisition gone first, so that a refusal answering late — after the
-// leave — leaves too.
-func (a *permitAcquisition) giveUp(ctx context.Context, err error) error {
-	a.gone.Store(true)
-	a.c.spawn(func() { a.c.leave(ctx, &a.cfg, a.permits[:1], a.id) })
-	return err
+	return &permitAcquisition{acquisition: a, limit: limit, prefer: rand.IntN(limit)}, nil
 }
 
 // A permitVote's Value is {token, permit} when granted, {shortest remaining
@@ -191,13 +141,12 @@ const (
 )
 
 // attempt runs one round: each node grants a free permit — the first from
-// a.prefer, so that nodes in one state pick the same — and the permit a
+// pa.prefer, so that nodes in one state pick the same — and the permit a
 // majority granted is held; grants of other permits are undone. It returns
-// the retry hint as Client.attempt does.
-func (a *permitAcquisition) attempt(ctx context.Context) (*Lock, time.Duration, error) {
+// the retry hint as acquisition.attempt does.
+func (pa *permitAcquisition) attempt(ctx context.Context, w *waiting) (*Lock, time.Duration, error) {
+	a := pa.withHold()
 	c, cfg := a.c, &a.cfg
-	id := a.id
-	id.hold = crand.Text() // a new hold per attempt, as Client.attempt
 	decided := make(chan struct{})
 	var l *Lock
 	r := round[[]int64](c, cfg)
@@ -207,17 +156,17 @@ func (a *permitAcquisition) attempt(ctx context.Context) (*Lock, time.Duration, 
 		switch {
 		case l == nil:
 			if v.Outcome != quorum.Refused {
-				a.undoOn(n, id, v)
-			} else if a.gone.Load() {
-				c.leaveOn(context.Background(), n, a.permits[:1], id)
+				grantedOn(a, v).releaseOn(n, undoHold, nil)
+			} else if w.gone.Load() {
+				a.on(a.kss[:1]).leaveOn(n)
 			}
 		case l.answered(n):
-			c.releaseOn(context.Background(), cfg, n, a.grantedOn(v), id, l.releaseKind(), nil)
+			grantedOn(a, v).releaseOn(n, l.releaseKind(), nil)
 		case v.Outcome == quorum.Granted && int(v.Value[votePermit]) != l.permit:
-			a.undoOn(n, id, v) // another permit than the one held
+			grantedOn(a, v).releaseOn(n, undoHold, nil) // another permit than the one held
 		} // otherwise Unlock, still to come, covers n
 	}
-	calls := a.calls(id)
+	calls := pa.calls(a, w.ticket)
 	start := cfg.clock.Now()
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[[]int64] {
 		if !cfg.detectRestarts() {
@@ -229,16 +178,16 @@ func (a *permitAcquisition) attempt(ctx context.Context) (*Lock, time.Duration, 
 		if v, ok := limitVote(reply, err); ok {
 			return v
 		}
-		return c.acquireVote(n, cfg, 2, reply, err)
+		return a.vote(n, 2, reply, err)
 	})
 	until := clock.Validity(start, cfg.ttl, cfg.driftFactor)
 	usable := until.Add(-cfg.lossMargin())
-	nodeFailures(ctx, c, cfg.observers, "acquire", a.name, &t)
-	permit, won := a.winner(&t)
+	nodeFailures(ctx, a, "acquire", &t)
+	permit, won := winner(&t)
 	if won.Won() && cfg.clock.Now().Before(usable) {
-		kss := a.permits[permit : permit+1]
-		if tokens, ok, fenced := c.fence(ctx, cfg, kss, &won); ok && cfg.clock.Now().Before(usable) {
-			l = c.newLock(ctx, []string{a.name}, kss, cfg, id, tokens, until, &won, fenced)
+		held := a.on(a.kss[permit : permit+1])
+		if f, ok := held.fence(ctx, &won); ok && cfg.clock.Now().Before(usable) {
+			l = held.newLock(ctx, f, until, &won)
 			if l != nil {
 				l.permit = permit
 			}
@@ -246,41 +195,42 @@ func (a *permitAcquisition) attempt(ctx context.Context) (*Lock, time.Duration, 
 	}
 	close(decided)
 	if l != nil {
-		c.spawn(func() { a.undoOthers(ctx, id, &t, permit) })
+		c.spawn(func() { pa.undoOthers(ctx, a, &t, permit) })
 		return l, 0, nil
 	}
 	if next, ok := mostGranted(&t); ok {
-		a.prefer = next // where the next round most likely agrees
+		pa.prefer = next // where the next round most likely agrees
 	}
 	if t.Count(quorum.Refused) < len(t.Votes) {
-		c.spawn(func() { a.undoOthers(ctx, id, &t, -1) })
+		c.spawn(func() { pa.undoOthers(ctx, a, &t, -1) })
 	}
 	if won.Won() && c.isClosed() {
 		return nil, 0, ErrClosed
 	}
 	if recorded, ok := limitRefusal(&t); ok {
-		return nil, 0, invalid("semaphore %s is held with limit %d, not %d", shortKey(a.name), recorded, a.limit)
+		return nil, 0, invalid("semaphore %s is held with limit %d, not %d", shortKey(a.key), recorded, pa.limit)
 	}
-	return nil, retryHint(&t), quorumError(c, "acquire", a.name, ErrNotObtained, &t)
+	return nil, retryHint(&t), quorumError(c, "acquire", a.key, ErrNotObtained, &t)
 }
 
-// calls returns each node's permit.lua call.
-func (a *permitAcquisition) calls(id identity) []*scriptCall {
-	keys := make([]string, 0, 2*a.limit+3)
-	for _, p := range a.permits {
+// calls returns each node's permit.lua call for attempt a.
+func (pa *permitAcquisition) calls(a *acquisition, ticket string) []*scriptCall {
+	cfg := &a.cfg
+	keys := make([]string, 0, 2*pa.limit+3)
+	for _, p := range a.kss {
 		keys = append(keys, p.Lock)
 	}
-	for _, p := range a.permits {
+	for _, p := range a.kss {
 		keys = append(keys, p.Fence)
 	}
-	keys = append(keys, a.permits[0].Queue, a.permits[0].Leases, LimitKey(a.cfg.prefix, a.name))
-	base := newScriptCall(permitScript, keys, id.owner, id.hold, a.cfg.ttl.Milliseconds(), a.ticket,
-		a.cfg.queueLease().Milliseconds(), a.cfg.retention.Milliseconds(), a.limit, a.prefer,
-		permitBase(a.cfg.prefix, a.name)+":permit:", "")
+	keys = append(keys, a.kss[0].Queue, a.kss[0].Leases, LimitKey(cfg.prefix, a.key))
+	base := newScriptCall(permitScript, keys, a.id.owner, a.id.hold, cfg.ttl.Milliseconds(), ticket,
+		cfg.queueLease().Milliseconds(), cfg.retention.Milliseconds(), pa.limit, pa.prefer,
+		permitBase(cfg.prefix, a.key)+":permit:", "")
 	calls := make([]*scriptCall, len(a.c.nodes))
 	for n, node := range a.c.nodes {
 		calls[n] = base
-		if a.cfg.detectRestarts() {
+		if cfg.detectRestarts() {
 			calls[n] = base.withLast(node.lastSaved())
 		}
 	}
@@ -320,7 +270,7 @@ func mostGranted(t *quorum.Tally[[]int64]) (permit int, ok bool) {
 
 // winner returns the permit granted most, and the round's tally as that
 // permit's: a grant of another permit counts as a failure there.
-func (a *permitAcquisition) winner(t *quorum.Tally[[]int64]) (int, quorum.Tally[[]int64]) {
+func winner(t *quorum.Tally[[]int64]) (int, quorum.Tally[[]int64]) {
 	permit, _ := mostGranted(t)
 	won := *t
 	won.Votes = slices.Clone(t.Votes)
@@ -333,10 +283,10 @@ func (a *permitAcquisition) winner(t *quorum.Tally[[]int64]) (int, quorum.Tally[
 	return permit, won
 }
 
-// undoOthers drops this round's hold on every node that answered in time
-// and did not refuse, except where it granted keep (-1: everywhere). A node
+// undoOthers drops attempt a's hold on every node that answered in time and
+// did not refuse, except where it granted keep (-1: everywhere). A node
 // still running is undone by Late when it answers.
-func (a *permitAcquisition) undoOthers(ctx context.Context, id identity, t *quorum.Tally[[]int64], keep int) {
+func (pa *permitAcquisition) undoOthers(ctx context.Context, a *acquisition, t *quorum.Tally[[]int64], keep int) {
 	r := round[int64](a.c, &a.cfg)
 	r.Decided = func(*quorum.Tally[int64]) bool { return false }
 	r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[int64] {
@@ -344,23 +294,19 @@ func (a *permitAcquisition) undoOthers(ctx context.Context, id identity, t *quor
 		if v.Outcome == quorum.Refused || t.Abandoned(n) || (v.Outcome == quorum.Granted && int(v.Value[votePermit]) == keep) {
 			return quorum.Vote[int64]{Outcome: quorum.Refused}
 		}
-		return releaseVote(a.c.exec(ctx, n, releaseCall(&a.cfg, a.grantedOn(v), id, undoHold, nil)).Int64())
+		return releaseVote(a.c.exec(ctx, n, grantedOn(a, v).releaseCall(undoHold, nil)).Int64())
 	})
 }
 
-// undoOn drops this round's hold on node n alone, for a late answer.
-func (a *permitAcquisition) undoOn(n int, id identity, v quorum.Vote[[]int64]) {
-	a.c.releaseOn(context.Background(), &a.cfg, n, a.grantedOn(v), id, undoHold, nil)
-}
-
-// grantedOn is the permits a node's vote may have left held: the one it
-// granted, or — a node that failed may have granted any — all of them.
-func (a *permitAcquisition) grantedOn(v quorum.Vote[[]int64]) keysets {
+// grantedOn is attempt a on the permits a node's vote may have left held:
+// the one it granted, or — a node that failed may have granted any — all of
+// them.
+func grantedOn(a *acquisition, v quorum.Vote[[]int64]) *acquisition {
 	if v.Outcome == quorum.Granted {
 		p := int(v.Value[votePermit])
-		return a.permits[p : p+1]
+		return a.on(a.kss[p : p+1])
 	}
-	return a.permits
+	return a
 }
 
 // errLimit marks a node's refusal because its holders have another limit.
