@@ -46,8 +46,8 @@ var (
 )
 
 // libraryScripts returns the library's scripts by SHA1, read from
-// ../redlock as the library embeds them (start.lua precedes acquire.lua and
-// extend.lua: redlock/scripts.go).
+// ../redlock as the library embeds them (start.lua and line.lua precede
+// acquire.lua, racquire.lua, permit.lua and extend.lua: redlock/scripts.go).
 func libraryScripts(t testing.TB) (bySHA map[string]string, src map[string]string) {
 	t.Helper()
 	read := func(name string) string {
@@ -57,11 +57,12 @@ func libraryScripts(t testing.TB) (bySHA map[string]string, src map[string]strin
 		}
 		return string(b)
 	}
-	start := read("start")
+	prelude := read("start") + read("line")
 	src = map[string]string{
-		"acquire":  start + read("acquire"),
-		"racquire": start + read("racquire"),
-		"extend":   start + read("extend"),
+		"acquire":  prelude + read("acquire"),
+		"racquire": prelude + read("racquire"),
+		"permit":   prelude + read("permit"),
+		"extend":   prelude + read("extend"),
 		"release":  read("release"),
 		"rrelease": read("rrelease"),
 		"fence":    read("fence"),

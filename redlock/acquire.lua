@@ -24,11 +24,6 @@
 local n = #KEYS / 5
 local hold = 'h:' .. ARGV[2]
 
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
 local function wait_in_line(i)
   if ARGV[4] == '' then return end
   local queue, leases = KEYS[5 * i - 2], KEYS[5 * i - 1]
@@ -55,12 +50,7 @@ local function blocked(i)
     if last[2] then return true, tonumber(last[2]) - now end
   end
   if redis.call('EXISTS', queue) == 1 then
-    -- Forget waiters whose lease ran out (they gave up or crashed).
-    local dead = redis.call('ZRANGEBYSCORE', leases, '-inf', now_ms())
-    if #dead > 0 then
-      redis.call('ZREM', queue, unpack(dead))
-      redis.call('ZREM', leases, unpack(dead))
-    end
+    forget_dead(queue, leases)
     local head = redis.call('ZRANGE', queue, 0, 0)[1]
     if head and head ~= ARGV[1] then return true, 0 end
   end

@@ -88,12 +88,7 @@ func (a *acquisition) attempt(ctx context.Context, w *waiting) (*Lock, time.Dura
 	calls := a.calls(w.ticket)
 	start := cfg.clock.Now()
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[[]int64] {
-		if !cfg.detectRestarts() {
-			if err := c.nodes[n].vet(ctx); err != nil {
-				return quorum.Vote[[]int64]{Outcome: quorum.Failed, Err: err}
-			}
-		}
-		reply, err := c.exec(ctx, n, calls[n]).Slice()
+		reply, err := a.ask(ctx, n, calls[n])
 		return a.vote(n, len(a.kss), reply, err)
 	})
 	until := clock.Validity(start, cfg.ttl, cfg.driftFactor)
@@ -119,6 +114,18 @@ func (a *acquisition) attempt(ctx context.Context, w *waiting) (*Lock, time.Dura
 	return nil, retryHint(&t), quorumError(c, "lock", a.key, ErrNotObtained, &t)
 }
 
+// ask sends an attempt's call sc to node n and returns the reply. With
+// restart detection off, a node is vetted first (ROLE, once): a replica must
+// not vote.
+func (a *acquisition) ask(ctx context.Context, n int, sc *scriptCall) ([]any, error) {
+	if !a.cfg.detectRestarts() {
+		if err := a.c.nodes[n].vet(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return a.c.exec(ctx, n, sc).Slice()
+}
+
 // calls returns each node's acquire.lua call — racquire.lua's for a
 // reader: with restart detection on, each carries the node's LASTSAVE as
 // this Client last saw it.
@@ -128,12 +135,18 @@ func (a *acquisition) calls(ticket string) []*scriptCall {
 		s = racquireScript
 	}
 	cfg := &a.cfg
-	base := newScriptCall(s, a.kss.acquireKeys(), a.id.owner, a.id.hold,
-		cfg.ttl.Milliseconds(), ticket, cfg.queueLease().Milliseconds(), cfg.retention.Milliseconds(), "")
+	return a.perNode(newScriptCall(s, a.kss.acquireKeys(), a.id.owner, a.id.hold,
+		cfg.ttl.Milliseconds(), ticket, cfg.queueLease().Milliseconds(), cfg.retention.Milliseconds(), ""))
+}
+
+// perNode returns an attempt's call base for each node: with restart
+// detection on, base's last argument becomes the node's LASTSAVE as this
+// Client last saw it.
+func (a *acquisition) perNode(base *scriptCall) []*scriptCall {
 	calls := make([]*scriptCall, len(a.c.nodes))
 	for n, node := range a.c.nodes {
 		calls[n] = base
-		if cfg.detectRestarts() {
+		if a.cfg.detectRestarts() {
 			calls[n] = base.withLast(node.lastSaved())
 		}
 	}

@@ -35,6 +35,18 @@ func embedded() ([]redis.UniversalClient, []*miniredis.Miniredis, func()) {
 	}
 }
 
+// embeddedClient is a Client over embedded nodes (see embedded), with a
+// node timeout that a loaded machine meets and restart detection off, and
+// opts after those; stop closes both.
+func embeddedClient(opts ...redlock.Option) (*redlock.Client, func()) {
+	nodes, _, stopNodes := embedded()
+	locks, err := redlock.New(nodes, append([]redlock.Option{redlock.WithNodeTimeout(250 * time.Millisecond), redlock.WithRestartGuard(0)}, opts...)...)
+	if err != nil {
+		panic(err)
+	}
+	return locks, func() { locks.Close(); stopNodes() }
+}
+
 // A fencedStore accepts a write only with a token at least as large as every
 // token it has seen: the writes of a holder whose lock has passed to another
 // are rejected, however late they arrive.
@@ -111,13 +123,8 @@ func ExampleNew_sameMasterTwice() {
 
 // TryLock makes one attempt; a refusal says how each node voted.
 func ExampleClient_TryLock() {
-	nodes, _, stop := embedded()
+	locks, stop := embeddedClient()
 	defer stop()
-	locks, err := redlock.New(nodes, redlock.WithNodeTimeout(250*time.Millisecond), redlock.WithRestartGuard(0))
-	if err != nil {
-		panic(err)
-	}
-	defer locks.Close()
 	ctx := context.Background()
 
 	first, err := locks.TryLock(ctx, "report")
@@ -156,13 +163,8 @@ func (refusals) AcquireDone(_ context.Context, key string, _ *redlock.Lock, _ ti
 // Given to one call, it is told of that acquisition's events only (and of
 // its Lock's, had it been obtained).
 func ExampleNopObserver() {
-	nodes, _, stop := embedded()
+	locks, stop := embeddedClient()
 	defer stop()
-	locks, err := redlock.New(nodes, redlock.WithNodeTimeout(250*time.Millisecond), redlock.WithRestartGuard(0))
-	if err != nil {
-		panic(err)
-	}
-	defer locks.Close()
 	ctx := context.Background()
 
 	first, err := locks.TryLock(ctx, "report", redlock.WithObserver(refusals{}))
@@ -179,19 +181,14 @@ func ExampleNopObserver() {
 // Two permits of "thumbnails": two holders at once, the third is refused
 // until one of them leaves, and then gets the permit that was freed.
 func ExampleClient_TryAcquire() {
-	nodes, _, stop := embedded()
+	locks, stop := embeddedClient()
 	defer stop()
-	locks, err := redlock.New(nodes, redlock.WithNodeTimeout(250*time.Millisecond), redlock.WithRestartGuard(0))
-	if err != nil {
-		panic(err)
-	}
-	defer locks.Close()
 	ctx := context.Background()
 
 	a, errA := locks.TryAcquire(ctx, "thumbnails", 2)
 	b, errB := locks.TryAcquire(ctx, "thumbnails", 2)
 	fmt.Println("two holders:", errA, errB, a.Permit() != b.Permit())
-	_, err = locks.TryAcquire(ctx, "thumbnails", 2)
+	_, err := locks.TryAcquire(ctx, "thumbnails", 2)
 	fmt.Println("third:", errors.Is(err, redlock.ErrNotObtained))
 	_, err = locks.TryAcquire(ctx, "thumbnails", 3)
 	fmt.Println("another limit:", errors.Is(err, redlock.ErrInvalid))
@@ -212,20 +209,14 @@ func ExampleClient_TryAcquire() {
 // Readers share a key, a writer excludes them, and a reader carries the
 // token of the writer before it.
 func Example_readersAndWriters() {
-	nodes, _, stop := embedded()
+	locks, stop := embeddedClient(redlock.WithAutoRenew(false))
 	defer stop()
-	locks, err := redlock.New(nodes, redlock.WithAutoRenew(false),
-		redlock.WithNodeTimeout(250*time.Millisecond), redlock.WithRestartGuard(0))
-	if err != nil {
-		panic(err)
-	}
-	defer locks.Close()
 	ctx := context.Background()
 
 	a, errA := locks.RLock(ctx, "prices")
 	b, errB := locks.RLock(ctx, "prices")
 	fmt.Println("two readers at once:", errA == nil && errB == nil)
-	_, err = locks.TryLock(ctx, "prices")
+	_, err := locks.TryLock(ctx, "prices")
 	fmt.Println("a writer while they read:", errors.Is(err, redlock.ErrNotObtained))
 	a.Unlock(ctx)
 	b.Unlock(ctx)

@@ -24,11 +24,6 @@ local function raise(fence, token)
   end
 end
 
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
 -- read says whether a live reader holds the lock of readers.
 local function read(readers)
   if redis.call('EXISTS', readers) == 0 then return false end

@@ -1,6 +1,8 @@
 package redlock_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -89,4 +91,21 @@ func containsField(line, field string) bool {
 		}
 	}
 	return false
+}
+
+// requireLost fails t unless l is lost: Extend reports ErrLockLost, Done is
+// closed, and Unlock reports ErrLockLost.
+func requireLost(t *testing.T, ctx context.Context, l *redlock.Lock) {
+	t.Helper()
+	if err := l.Extend(ctx); !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("Extend = %v, want ErrLockLost", err)
+	}
+	select {
+	case <-l.Done():
+	default:
+		t.Fatal("Done not closed after the loss")
+	}
+	if err := l.Unlock(ctx); !errors.Is(err, redlock.ErrLockLost) {
+		t.Errorf("Unlock = %v, want ErrLockLost", err)
+	}
 }

@@ -108,17 +108,7 @@ func TestLockManyLostWhenOneKeyIsGone(t *testing.T) {
 	for _, n := range nodes[:2] {
 		n.Del(ctx, redlock.Keys(redlock.DefaultPrefix, "y").Lock)
 	}
-	if err := l.Extend(ctx); !errors.Is(err, redlock.ErrLockLost) {
-		t.Fatalf("Extend = %v, want ErrLockLost", err)
-	}
-	select {
-	case <-l.Done():
-	default:
-		t.Fatal("Done not closed after the loss")
-	}
-	if err := l.Unlock(ctx); !errors.Is(err, redlock.ErrLockLost) {
-		t.Errorf("Unlock = %v, want ErrLockLost", err)
-	}
+	requireLost(t, ctx, l)
 	eventually(t, time.Second, "x released too", func() bool { return countHeld(t, nodes, "x") == 0 })
 }
 

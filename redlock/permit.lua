@@ -21,11 +21,6 @@
 local L = tonumber(ARGV[7])
 local queue, leases, record = KEYS[2 * L + 1], KEYS[2 * L + 2], KEYS[2 * L + 3]
 
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
 -- The limit is the holders': another one is refused while any permit of
 -- the recorded limit is held here.
 local recorded = tonumber(redis.call('GET', record) or '0')
@@ -70,13 +65,7 @@ end
 -- the queue (ticket order) must be below the number of free permits. A
 -- one-shot attempt ranks behind every waiter.
 local ahead
-if redis.call('EXISTS', queue) == 1 then
-  local dead = redis.call('ZRANGEBYSCORE', leases, '-inf', now_ms())
-  if #dead > 0 then
-    redis.call('ZREM', queue, unpack(dead))
-    redis.call('ZREM', leases, unpack(dead))
-  end
-end
+if redis.call('EXISTS', queue) == 1 then forget_dead(queue, leases) end
 if ARGV[4] == '' then
   ahead = redis.call('ZCARD', queue)
 else

@@ -20,11 +20,6 @@ local lock, fence, queue, leases, readers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], 
 local waiter = 'r:' .. ARGV[1]
 local reader = ARGV[1] .. ' ' .. ARGV[2]
 
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
 local function wait_in_line()
   if ARGV[4] == '' then return end
   redis.call('ZADD', queue, 'NX', ARGV[4], waiter)
@@ -40,12 +35,7 @@ end
 -- next time. Unlock removes it.
 local function writer_ahead()
   if redis.call('EXISTS', queue) == 0 then return false end
-  -- Forget waiters whose lease ran out (they gave up or crashed).
-  local dead = redis.call('ZRANGEBYSCORE', leases, '-inf', now_ms())
-  if #dead > 0 then
-    redis.call('ZREM', queue, unpack(dead))
-    redis.call('ZREM', leases, unpack(dead))
-  end
+  forget_dead(queue, leases)
   local ahead
   if ARGV[4] == '' then
     ahead = redis.call('ZRANGE', queue, 0, -1)

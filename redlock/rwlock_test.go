@@ -341,17 +341,7 @@ func TestRWLockReaderLossIsSignalled(t *testing.T) {
 	for _, n := range nodes[:3] {
 		n.Del(ctx, names.Readers)
 	}
-	if err := r.Extend(ctx); !errors.Is(err, redlock.ErrLockLost) {
-		t.Fatalf("Extend = %v, want ErrLockLost", err)
-	}
-	select {
-	case <-r.Done():
-	default:
-		t.Fatal("Done not closed after the loss")
-	}
-	if err := r.Unlock(ctx); !errors.Is(err, redlock.ErrLockLost) {
-		t.Errorf("Unlock = %v, want ErrLockLost", err)
-	}
+	requireLost(t, ctx, r)
 
 	// The watchdog repairs a missing reader where no writer holds the key:
 	// an intruding writer on a majority makes the loss final.

@@ -9,6 +9,8 @@ import (
 var (
 	//go:embed start.lua
 	startSrc string
+	//go:embed line.lua
+	lineSrc string
 	//go:embed acquire.lua
 	acquireSrc string
 	//go:embed extend.lua
@@ -26,12 +28,13 @@ var (
 	//go:embed rrelease.lua
 	rreleaseSrc string
 
-	// These may have to say when their node started: start.lua's function
-	// comes first in each.
-	acquireScript  = newScript(startSrc + acquireSrc)
-	racquireScript = newScript(startSrc + racquireSrc)
-	permitScript   = newScript(startSrc + permitSrc)
-	extendScript   = newScript(startSrc + extendSrc)
+	// These may have to say when their node started, and read the
+	// waiters' line or leases: start.lua's and line.lua's functions come
+	// first in each.
+	acquireScript  = newScript(startSrc + lineSrc + acquireSrc)
+	racquireScript = newScript(startSrc + lineSrc + racquireSrc)
+	permitScript   = newScript(startSrc + lineSrc + permitSrc)
+	extendScript   = newScript(startSrc + lineSrc + extendSrc)
 
 	releaseScript  = newScript(releaseSrc)
 	rreleaseScript = newScript(rreleaseSrc)

@@ -169,12 +169,7 @@ func (pa *permitAcquisition) attempt(ctx context.Context, w *waiting) (*Lock, ti
 	calls := pa.calls(a, w.ticket)
 	start := cfg.clock.Now()
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[[]int64] {
-		if !cfg.detectRestarts() {
-			if err := c.nodes[n].vet(ctx); err != nil {
-				return quorum.Vote[[]int64]{Outcome: quorum.Failed, Err: err}
-			}
-		}
-		reply, err := c.exec(ctx, n, calls[n]).Slice()
+		reply, err := a.ask(ctx, n, calls[n])
 		if v, ok := limitVote(reply, err); ok {
 			return v
 		}
@@ -227,14 +222,7 @@ func (pa *permitAcquisition) calls(a *acquisition, ticket string) []*scriptCall 
 	base := newScriptCall(permitScript, keys, a.id.owner, a.id.hold, cfg.ttl.Milliseconds(), ticket,
 		cfg.queueLease().Milliseconds(), cfg.retention.Milliseconds(), pa.limit, pa.prefer,
 		permitBase(cfg.prefix, a.key)+":permit:", "")
-	calls := make([]*scriptCall, len(a.c.nodes))
-	for n, node := range a.c.nodes {
-		calls[n] = base
-		if cfg.detectRestarts() {
-			calls[n] = base.withLast(node.lastSaved())
-		}
-	}
-	return calls
+	return a.perNode(base)
 }
 
 // permitDecided ends a round once one permit has a majority of grants, or
