@@ -27,12 +27,18 @@ func (c *Client) tryLock(ctx context.Context, keys []string, opts []Option, kind
 	if err != nil {
 		return nil, err
 	}
-	defer c.end()
+	return a.tryOnce(ctx, a.attempt)
+}
+
+// tryOnce makes one attempt by attempt, told to the observers, and ends the
+// call newAcquisition counted.
+func (a *acquisition) tryOnce(ctx context.Context, attempt func(context.Context, *waiting) (*Lock, time.Duration, error)) (*Lock, error) {
+	defer a.c.end()
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(err, ErrNotObtained)
 	}
-	ctx, done := c.observe(ctx, &a.cfg, a.key, false)
-	l, _, err := a.attempt(ctx, &waiting{})
+	ctx, done := a.c.observe(ctx, &a.cfg, a.key, false)
+	l, _, err := attempt(ctx, &waiting{})
 	done(l, err)
 	return l, err
 }
@@ -71,14 +77,20 @@ func (c *Client) lock(ctx context.Context, keys []string, opts []Option, kind ho
 	if err != nil {
 		return nil, err
 	}
-	defer c.end()
+	return a.waitFor(ctx, a.wait)
+}
+
+// waitFor runs wait, told to the observers and bounded by the maximum wait
+// when ctx has no deadline, and ends the call newAcquisition counted.
+func (a *acquisition) waitFor(ctx context.Context, wait func(context.Context) (*Lock, error)) (*Lock, error) {
+	defer a.c.end()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, a.cfg.maxWait)
 		defer cancel()
 	}
-	ctx, done := c.observe(ctx, &a.cfg, a.key, true)
-	l, err := a.wait(ctx)
+	ctx, done := a.c.observe(ctx, &a.cfg, a.key, true)
+	l, err := wait(ctx)
 	done(l, err)
 	return l, err
 }

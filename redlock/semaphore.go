@@ -40,17 +40,11 @@ func (c *Client) Acquire(ctx context.Context, name string, limit int, opts ...Op
 	if err != nil {
 		return nil, err
 	}
-	defer c.end()
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, a.cfg.maxWait)
-		defer cancel()
-	}
-	ctx, done := c.observe(ctx, &a.cfg, name, true)
 	// The line is the name's: its queue and channel are every permit's.
-	l, err := a.on(a.kss[:1]).waitWith(ctx, []string{a.kss[0].Channel}, a.attempt)
-	done(l, err)
-	return l, err
+	line := a.on(a.kss[:1])
+	return a.waitFor(ctx, func(ctx context.Context) (*Lock, error) {
+		return line.waitWith(ctx, []string{line.kss[0].Channel}, a.attempt)
+	})
 }
 
 // TryAcquire makes one attempt to take one of limit permits of name and
@@ -62,14 +56,7 @@ func (c *Client) TryAcquire(ctx context.Context, name string, limit int, opts ..
 	if err != nil {
 		return nil, err
 	}
-	defer c.end()
-	if err := ctx.Err(); err != nil {
-		return nil, errors.Join(err, ErrNotObtained)
-	}
-	ctx, done := c.observe(ctx, &a.cfg, name, false)
-	l, _, err := a.attempt(ctx, &waiting{})
-	done(l, err)
-	return l, err
+	return a.tryOnce(ctx, a.attempt)
 }
 
 // checkLimit refuses a semaphore's bad name or limit.
