@@ -59,11 +59,8 @@ func (c *Client) TryAcquire(ctx context.Context, name string, limit int, opts ..
 	return a.tryOnce(ctx, a.attempt)
 }
 
-// checkLimit refuses a semaphore's bad name or limit.
-func checkLimit(name string, limit int) error {
-	if err := checkKey(name); err != nil {
-		return err
-	}
+// checkLimit refuses a semaphore's bad limit (its name is checked as a key).
+func checkLimit(limit int) error {
 	if limit < 1 || limit > MaxLimit {
 		return invalid("limit %d must be in [1, %d]", limit, MaxLimit)
 	}
@@ -106,7 +103,7 @@ type permitAcquisition struct {
 // enterPermit checks a semaphore's input and applies opts, then counts the
 // call in flight; on success the caller must call c.end.
 func (c *Client) enterPermit(name string, limit int, opts []Option) (*permitAcquisition, error) {
-	if err := checkLimit(name, limit); err != nil {
+	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
 	a, err := c.newAcquisition([]string{name}, opts, writer)
@@ -120,12 +117,9 @@ func (c *Client) enterPermit(name string, limit int, opts []Option) (*permitAcqu
 	return &permitAcquisition{acquisition: a, limit: limit, prefer: rand.IntN(limit)}, nil
 }
 
-// A permitVote's Value is {token, permit} when granted, {shortest remaining
-// lease} when refused.
-const (
-	voteToken  = 0
-	votePermit = 1
-)
+// votePermit is where a permit.lua grant's vote holds the permit: its
+// Value is {token, permit} (a refusal's, {shortest remaining lease}).
+const votePermit = 1
 
 // attempt runs one round: each node grants a free permit — the first from
 // pa.prefer, so that nodes in one state pick the same — and the permit a
