@@ -238,6 +238,10 @@
 // queue with the waiters' leases, the readers with the longest reader's
 // lease (Redis 7.0 has no TTL per member: a reader is scored by its lease
 // end, and dropped once it passed), the fencing counter with its retention.
+// A semaphore's names share the name's hash tag, apart from a Lock's of the
+// same key (PermitKeys, LimitKey): each permit is a lock with its own
+// fencing counter, the line and channel are the name's, and the record of
+// the holders' limit expires with the fencing retention.
 //
 // # Errors
 //
