@@ -16,6 +16,8 @@ import (
 // library writes carries a TTL, and once the fencing retention has passed
 // no key is left at all.
 func TestDistinctKeysLeaveNoKeyWithoutTTL(t *testing.T) {
+	// Every kind of hold takes its turn: TryLock, TryLockMany, TryRLock and
+	// TryAcquire (takeKind).
 	const keys, workers = 10000, 16
 	retention := 3 * time.Second
 	c, nodes, _ := lab(t, 3, redlock.WithTTL(time.Second), redlock.WithFenceRetention(retention), redlock.WithAutoRenew(false))
@@ -26,7 +28,7 @@ func TestDistinctKeysLeaveNoKeyWithoutTTL(t *testing.T) {
 	for range workers {
 		wg.Go(func() {
 			for i := next.Add(1); i <= keys; i = next.Add(1) {
-				l, err := c.TryLock(ctx, fmt.Sprintf("order:%d", i))
+				l, err := takeKind(ctx, c, i)
 				if err != nil {
 					failed.Add(1)
 					continue
@@ -40,6 +42,19 @@ func TestDistinctKeysLeaveNoKeyWithoutTTL(t *testing.T) {
 	wg.Wait()
 	if n := failed.Load(); n > keys/100 {
 		t.Fatalf("%d of %d lock/unlock cycles failed", n, keys)
+	}
+	// Waiters that give up leave queues and their leases behind, to expire.
+	for i := range 20 {
+		name := fmt.Sprintf("busy:%d", i)
+		held, err := c.TryAcquire(ctx, name, 1)
+		if err != nil {
+			t.Fatalf("TryAcquire %s: %v", name, err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+		c.Acquire(wctx, name, 1)
+		c.RLock(wctx, name) // no writer: granted at once
+		cancel()
+		held.Unlock(ctx)
 	}
 	for i, n := range nodes {
 		total, noTTL := keysWithoutTTL(t, ctx, n)
@@ -105,4 +120,19 @@ func TestTokenGrowsAfterAllStateIsGone(t *testing.T) {
 			}
 		}
 	}
+}
+
+// takeKind takes the i-th of a run of distinct keys, by each kind of hold in
+// turn: a key, two keys at once, a reader, a permit of a limit-3 semaphore.
+func takeKind(ctx context.Context, c *redlock.Client, i int64) (*redlock.Lock, error) {
+	key := fmt.Sprintf("order:%d", i)
+	switch i % 4 {
+	case 1:
+		return c.TryLockMany(ctx, []string{key, key + ":b"})
+	case 2:
+		return c.TryRLock(ctx, key)
+	case 3:
+		return c.TryAcquire(ctx, key, 3)
+	}
+	return c.TryLock(ctx, key)
 }
