@@ -221,7 +221,10 @@
 // with another limit cannot win while anyone holds a permit (Acquire returns
 // ErrInvalid). The record lives for the fencing retention after the last
 // grant that wrote it: a holder renewed for longer than that with no grant of
-// the name in between no longer protects its limit against a smaller one.
+// the name in between no longer protects its limit against another one. Even
+// then the bound degrades only to the larger limit: permit i is the same key
+// whatever the limit, so holders of two limits still share each permit
+// index, and at most max(limit) of them hold one at once.
 //
 // Waiting is one line per name, in ticket order: a node grants a free permit
 // to a waiter only while fewer live waiters are ahead of it than permits are
