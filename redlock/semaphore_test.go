@@ -353,3 +353,39 @@ func TestSemaphoreLockIsALock(t *testing.T) {
 		t.Errorf("second Unlock = %v, want ErrNotHeld", err)
 	}
 }
+
+// The limit record's gap at its worst: the record has expired (deleted here)
+// while holders of limit 3 hold every permit. A limit 2 finds its permits
+// taken; a limit 5 gets only the two permits beyond 3: permits are one key
+// per index whatever the limit, so never more holders than the larger limit.
+func TestSemaphoreLimitGapBoundedByLargerLimit(t *testing.T) {
+	c, nodes, _ := lab(t, 3, redlock.WithAutoRenew(false))
+	ctx := ctxFor(t, 10*time.Second)
+	var held []*redlock.Lock
+	for range 3 {
+		l, err := c.TryAcquire(ctx, "g", 3)
+		if err != nil {
+			t.Fatalf("TryAcquire: %v", err)
+		}
+		held = append(held, l)
+	}
+	for _, n := range nodes {
+		n.Del(ctx, redlock.LimitKey(redlock.DefaultPrefix, "g"))
+	}
+	if _, err := c.TryAcquire(ctx, "g", 2); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Errorf("limit 2 with every permit of limit 3 held = %v, want ErrNotObtained", err)
+	}
+	admitted := 0
+	for range 4 {
+		if l, err := c.TryAcquire(ctx, "g", 5); err == nil {
+			admitted++
+			held = append(held, l)
+		}
+	}
+	if admitted != 2 {
+		t.Errorf("limit 5 admitted %d more beside 3 holders of limit 3, want 2 (at most 5 in all)", admitted)
+	}
+	for _, l := range held {
+		l.Unlock(ctx)
+	}
+}
