@@ -25,6 +25,8 @@ type acquisition struct {
 	key  string   // keys joined by commas: Key, errors, observers
 	kss  keysets  // their names on the nodes, in the same order
 	id   identity // one owner for every attempt, so that a late grant is ours
+
+	limit int // a semaphore's limit (Acquire); 0 for keys
 }
 
 // newAcquisition checks keys and applies opts over the Client's defaults,

@@ -220,11 +220,14 @@
 // majority, which meets the majority another attempt needs, so an attempt
 // with another limit cannot win while anyone holds a permit (Acquire returns
 // ErrInvalid). The record lives for the fencing retention after the last
-// grant that wrote it: a holder renewed for longer than that with no grant of
-// the name in between no longer protects its limit against another one. Even
-// then the bound degrades only to the larger limit: permit i is the same key
-// whatever the limit, so holders of two limits still share each permit
-// index, and at most max(limit) of them hold one at once.
+// grant or renewal of a permit held with it — the watchdog's renewals keep
+// it as they keep the permit, and a node that lost both gets both back from
+// the renewal's repair — so it outlives every permit held with it. Only
+// holders that stop renewing, yet keep using their permit past its validity,
+// or an operator deleting the record, leave a gap; even then the bound
+// degrades only to the larger limit: permit i is the same key whatever the
+// limit, so holders of two limits still share each permit index, and at most
+// max(limit) of them hold one at once.
 //
 // Waiting is one line per name, in ticket order: a node grants a free permit
 // to a waiter only while fewer live waiters are ahead of it than permits are
@@ -244,7 +247,8 @@
 // A semaphore's names share the name's hash tag, apart from a Lock's of the
 // same key (PermitKeys, LimitKey): each permit is a lock with its own
 // fencing counter, the line and channel are the name's, and the record of
-// the holders' limit expires with the fencing retention.
+// the holders' limit expires a fencing retention after the last grant or
+// renewal of a permit.
 //
 // # Errors
 //

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/clock"
@@ -162,8 +163,8 @@ func (nd *node) groups(locks []*Lock) [][]int {
 	return out
 }
 
-// extendCall is extend.lua's call for the locks at indexes group, writers
-// and readers alike.
+// extendCall is extend.lua's call for the locks at indexes group, writers,
+// readers and permits alike.
 func extendCall(locks []*Lock, group []int, repair bool, last string) *scriptCall {
 	keys := make([]string, 0, 3*len(group))
 	mode := "0"
@@ -175,8 +176,17 @@ func extendCall(locks []*Lock, group []int, repair bool, last string) *scriptCal
 	for _, i := range group {
 		l := locks[i]
 		kind := "w"
-		if l.id.kind == reader {
+		switch {
+		case l.id.kind == reader:
 			kind = "r"
+		case l.limit > 0:
+			// A permit has no readers; its third key is the limit record,
+			// kept alive while the permit is.
+			kind = "p" + strconv.Itoa(l.limit)
+			ks := l.kss[0]
+			keys = append(keys, ks.Lock, ks.Fence, LimitKey(l.cfg.prefix, l.key))
+			args = append(args, kind, l.id.owner, l.id.hold, l.cfg.ttl.Milliseconds(), l.tokens[0])
+			continue
 		}
 		for k, ks := range l.kss {
 			keys = append(keys, ks.Lock, ks.Fence, ks.Readers)

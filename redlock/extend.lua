@@ -3,14 +3,19 @@
 -- when the lock was acquired — and raise its fencing counter to the
 -- holding's token, so that a lock does not decay while a majority of nodes
 -- is healthy. Never touches another owner's lock.
--- KEYS: per lock, the lock, its fencing counter and its readers.
+-- KEYS: per lock, the lock, its fencing counter and its readers — for a
+-- semaphore's permit, which has no readers, its limit record (permit.lua).
 -- ARGV[1] "1" to repair, "0" not to; ARGV[2] the fencing retention in ms;
 -- ARGV[3] restart detection for repairs, as acquire.lua's ARGV[7]; then per
--- lock: kind ("w" a writer, "r" a reader), owner, hold id, TTL in ms,
--- fencing token. A writer's lease is its lock's TTL; a reader's, the score
--- of its "<owner> <hold>" member of the readers (racquire.lua). As a grant,
--- a repair needs the other kind's absence: a writer is set again only where
--- no live reader is, a reader only where no writer holds the lock.
+-- lock: kind ("w" a writer, "r" a reader, "p<limit>" a permit), owner, hold
+-- id, TTL in ms, fencing token. A writer's lease is its lock's TTL; a
+-- reader's, the score of its "<owner> <hold>" member of the readers
+-- (racquire.lua). As a grant, a repair needs the other kind's absence: a
+-- writer is set again only where no live reader is, a reader only where no
+-- writer holds the lock. A permit is a writer whose extension or repair
+-- also keeps its limit record for another retention, so that the record
+-- outlives every permit held with it — unless the record names another
+-- limit, which is left as it is.
 -- Returns one result per lock — 1 extended, 2 set here by repair, 0 not ours
 -- — followed, when a lock was repaired and the client must hear when this
 -- node started, by start_info's fields (start.lua).
@@ -36,7 +41,7 @@ local function extend_writer(lock, fence, readers, owner, hold, ttl, token)
   if held == owner then
     redis.call('PEXPIRE', lock, ttl)
     return 1
-  elseif repair and not held and not read(readers) then
+  elseif repair and not held and not (readers and read(readers)) then
     redis.call('HSET', lock, 'owner', owner, 'h:' .. hold, 1)
     redis.call('PEXPIRE', lock, ttl)
     raise(fence, token)
@@ -66,10 +71,24 @@ local function extend_reader(lock, fence, readers, owner, hold, ttl, token)
   return result
 end
 
+local function extend_permit(lock, fence, record, limit, owner, hold, ttl, token)
+  local result = extend_writer(lock, fence, nil, owner, hold, ttl, token)
+  if result ~= 0 then
+    local recorded = redis.call('GET', record)
+    if not recorded or recorded == limit then
+      redis.call('SET', record, limit, 'PX', ARGV[2])
+    end
+  end
+  return result
+end
+
 for i = 1, #KEYS / 3 do
   local lock, fence, readers, a = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i], 5 * i - 1
-  if ARGV[a] == 'r' then
+  local kind = ARGV[a]
+  if kind == 'r' then
     out[i] = extend_reader(lock, fence, readers, ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
+  elseif kind:sub(1, 1) == 'p' then
+    out[i] = extend_permit(lock, fence, readers, kind:sub(2), ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
   else
     out[i] = extend_writer(lock, fence, readers, ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
   end

@@ -95,9 +95,8 @@ func permitBase(prefix, name string) string { return prefix + "{" + hashTag(name
 // semaphore: an acquisition of the name, whose names on the nodes are every
 // permit's, and what its rounds share besides.
 type permitAcquisition struct {
-	*acquisition
-	limit  int
-	prefer int // the permit each round tries first
+	*acquisition     // its limit is the semaphore's
+	prefer       int // the permit each round tries first
 }
 
 // enterPermit checks a semaphore's input and applies opts, then counts the
@@ -114,7 +113,8 @@ func (c *Client) enterPermit(name string, limit int, opts []Option) (*permitAcqu
 	for i := range a.kss {
 		a.kss[i] = PermitKeys(a.cfg.prefix, name, i)
 	}
-	return &permitAcquisition{acquisition: a, limit: limit, prefer: rand.IntN(limit)}, nil
+	a.limit = limit
+	return &permitAcquisition{acquisition: a, prefer: rand.IntN(limit)}, nil
 }
 
 // votePermit is where a permit.lua grant's vote holds the permit: its

@@ -389,3 +389,47 @@ func TestSemaphoreLimitGapBoundedByLargerLimit(t *testing.T) {
 		l.Unlock(ctx)
 	}
 }
+
+// The limit record lives as long as a permit held with it: the watchdog's
+// renewals keep it for another fencing retention each time, so a holder
+// renewed far past the retention still refuses another limit; and a node
+// that lost the permit and the record (an empty restart) gets both back
+// from the next renewal's repair.
+func TestSemaphoreLimitRecordLivesWithItsHolders(t *testing.T) {
+	const retention = time.Second
+	c, nodes, _ := lab(t, 3, redlock.WithTTL(600*time.Millisecond), redlock.WithFenceRetention(retention))
+	ctx := ctxFor(t, 15*time.Second)
+	record := redlock.LimitKey(redlock.DefaultPrefix, "g")
+	l, err := c.TryAcquire(ctx, "g", 3)
+	if err != nil {
+		t.Fatalf("TryAcquire: %v", err)
+	}
+	defer l.Unlock(ctx)
+	granted := time.Now()
+	eventually(t, 10*time.Second, "three fencing retentions passed, the permit renewed throughout", func() bool {
+		return time.Since(granted) > 3*retention && l.Err() == nil
+	})
+	for i, n := range nodes {
+		if got, err := n.Get(ctx, record).Result(); err != nil || got != "3" {
+			t.Errorf("node %d: limit record = %q, %v after %v held; want \"3\"", i, got, err, time.Since(granted))
+		}
+	}
+	if other, err := c.TryAcquire(ctx, "g", 2); !errors.Is(err, redlock.ErrInvalid) {
+		if other != nil {
+			other.Unlock(ctx)
+		}
+		t.Errorf("limit 2 while a permit of limit 3 is held for %v = %v, want ErrInvalid", time.Since(granted), err)
+	}
+
+	// Node 0 loses the permit and the record; a renewal repairs both.
+	permit := redlock.PermitKeys(redlock.DefaultPrefix, "g", l.Permit())
+	if err := nodes[0].Del(ctx, permit.Lock, record).Err(); err != nil {
+		t.Fatalf("DEL: %v", err)
+	}
+	eventually(t, 5*time.Second, "node 0's permit and limit record repaired", func() bool {
+		return permitHolders(t, nodes, "g", l.Permit())[0] != "" && nodes[0].Get(ctx, record).Val() == "3"
+	})
+	if ttl := nodes[0].PTTL(ctx, record).Val(); ttl <= 0 || ttl > retention {
+		t.Errorf("repaired limit record's TTL = %v, want in (0, %v]", ttl, retention)
+	}
+}
