@@ -10,20 +10,53 @@ import (
 // Client closes), with the reason as its cause; fn should stop its work then.
 //
 // fn's ctx carries the Lock: FromContext(ctx) returns it, for its fencing
-// token or its Until.
+// token or its Until. Lock.Run does the same for a hold already taken, of
+// any kind.
 //
 // Do returns Lock's error if the lock was not obtained, fn's error otherwise,
 // joined with ErrLockLost if the lock was lost before fn returned or Unlock
 // found it gone (or ErrClosed if the Client closed meanwhile). A release
 // that too few nodes confirmed is not an error of Do: the lock then expires
 // with its TTL. If fn panics, the lock is released and the panic goes on.
-func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) (err error) {
+func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) error {
 	if fn == nil {
 		return invalid("nil function")
 	}
 	l, err := c.Lock(ctx, key, opts...)
 	if err != nil {
 		return err
+	}
+	return l.Run(ctx, fn)
+}
+
+// Run runs fn while l is held, then releases l: what Do does once it has
+// its Lock, for a hold of any kind — LockMany's, RLock's, Acquire's:
+//
+//	l, err := c.Acquire(ctx, "encoder", 4)
+//	if err != nil {
+//		return err
+//	}
+//	return l.Run(ctx, func(ctx context.Context) error { return encode(ctx, l.Permit()) })
+//
+// fn's ctx is ctx carrying l (FromContext), cancelled as soon as l is lost
+// or its Client closes, with the reason as its cause. Run returns fn's error,
+// joined with ErrLockLost (or ErrClosed) if l was lost before fn returned or
+// its Unlock found it gone; a release that too few nodes confirmed is not an
+// error of Run (the hold expires with its TTL). If fn panics, l is released
+// and the panic goes on.
+//
+// fn does not run if l has ended already: Run returns ErrNotHeld after
+// Unlock, and for a lost l releases what is left of it and returns why it
+// ended. A nil fn is refused with ErrInvalid, and l is left as it was.
+func (l *Lock) Run(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+	if fn == nil {
+		return invalid("nil function")
+	}
+	if ended := l.Err(); ended != nil {
+		if !errors.Is(ended, ErrNotHeld) {
+			l.Unlock(context.WithoutCancel(ctx)) // the nodes that still hold it
+		}
+		return ended
 	}
 	fctx, cancel := context.WithCancelCause(context.WithValue(ctx, lockKey{}, l))
 	stop := context.AfterFunc(l.life, func() { cancel(l.Err()) })
@@ -32,7 +65,7 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 		cancel(nil)
 		// A loss, or a Client closed under fn, means the work may have
 		// overlapped another holder's: say so. A release that too few nodes
-		// confirmed is not: the lock expires with its TTL.
+		// confirmed is not: the hold expires with its TTL.
 		if uerr := l.Unlock(context.WithoutCancel(ctx)); errors.Is(uerr, ErrLockLost) || errors.Is(uerr, ErrClosed) {
 			err = errors.Join(err, uerr)
 		}
@@ -42,8 +75,8 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 
 type lockKey struct{}
 
-// FromContext returns the Lock that Do holds while it runs the function it
-// was given ctx for.
+// FromContext returns the Lock that Do or Run holds while it runs the
+// function it was given ctx for.
 func FromContext(ctx context.Context) (*Lock, bool) {
 	l, ok := ctx.Value(lockKey{}).(*Lock)
 	return l, ok

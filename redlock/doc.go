@@ -14,6 +14,9 @@
 //		return pay(ctx) // ctx is cancelled if the lock is lost
 //	})
 //
+// LockMany, RLock and Acquire take the other kinds of hold (below); each is
+// a *Lock, and Lock.Run runs a function under any of them as Do does.
+//
 // By default a held lock is renewed by a watchdog (WithAutoRenew), so work may
 // run longer than the TTL; the TTL then only bounds how long a crashed holder
 // blocks the others. A Client renews its locks together — one script call

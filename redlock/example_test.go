@@ -241,3 +241,30 @@ func Example_readersAndWriters() {
 	// a reader while it writes: true
 	// the reader's token is at least the writer's: true
 }
+
+// Run is Do's part after the acquisition, for a hold of any kind: here a
+// reader's. fn's ctx carries the hold, and the hold is released after fn.
+func ExampleLock_Run() {
+	locks, stop := embeddedClient()
+	defer stop()
+	ctx := context.Background()
+
+	r, err := locks.RLock(ctx, "prices")
+	if err != nil {
+		panic(err)
+	}
+	err = r.Run(ctx, func(ctx context.Context) error {
+		l, _ := redlock.FromContext(ctx)
+		_, err := locks.TryLock(ctx, "prices")
+		fmt.Println("a writer while we read:", errors.Is(err, redlock.ErrNotObtained), l == r)
+		return nil
+	})
+	fmt.Println("run:", err, "then:", r.Err())
+	w, err := locks.TryLock(ctx, "prices")
+	fmt.Println("a writer after:", err)
+	w.Unlock(ctx)
+	// Output:
+	// a writer while we read: true true
+	// run: <nil> then: redlock: lock not held
+	// a writer after: <nil>
+}

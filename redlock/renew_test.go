@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/clock"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -145,4 +147,111 @@ func TestDoReleasesOnPanic(t *testing.T) {
 		c.Do(ctx, "k", func(context.Context) error { panic("boom") })
 	}()
 	eventually(t, time.Second, "every node released after the panic", func() bool { return countHeld(t, nodes, "k") == 0 })
+}
+
+// Lock.Run is Do for a hold of any kind: fn runs while the hold is held,
+// with the Lock in its ctx, and the hold is released after; a released hold
+// does not run fn again, a lost one does not run it at all, a nil fn leaves
+// the hold as it was.
+func TestRunHoldsEveryKind(t *testing.T) {
+	c, nodes, _ := lab(t, 3, redlock.WithAutoRenew(false))
+	ctx := ctxFor(t, 20*time.Second)
+	kinds := []struct {
+		name    string
+		acquire func() (*redlock.Lock, error)
+		held    func() int // nodes that hold it
+	}{
+		{"Lock", func() (*redlock.Lock, error) { return c.Lock(ctx, "k") },
+			func() int { return countHeld(t, nodes, "k") }},
+		{"LockMany", func() (*redlock.Lock, error) { return c.LockMany(ctx, []string{"a", "b"}) },
+			func() int { return min(countHeld(t, nodes, "a"), countHeld(t, nodes, "b")) }},
+		{"RLock", func() (*redlock.Lock, error) { return c.RLock(ctx, "r") },
+			func() int {
+				readers := redlock.Keys(redlock.DefaultPrefix, "r").Readers
+				return testkit.Count(nodes, func(n redis.UniversalClient) bool { return n.ZCard(ctx, readers).Val() > 0 })
+			}},
+		{"Acquire", func() (*redlock.Lock, error) { return c.Acquire(ctx, "s", 2) },
+			func() int { return permitsHeld(t, nodes, "s", 2) }},
+	}
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			l, err := k.acquire()
+			if err != nil {
+				t.Fatalf("%s: %v", k.name, err)
+			}
+			if err := l.Run(ctx, nil); !errors.Is(err, redlock.ErrInvalid) || l.Err() != nil {
+				t.Fatalf("Run(nil) = %v, hold's Err() = %v; want ErrInvalid and the hold kept", err, l.Err())
+			}
+			inside := 0
+			err = l.Run(ctx, func(fctx context.Context) error {
+				if got, ok := redlock.FromContext(fctx); !ok || got != l {
+					t.Errorf("FromContext in Run = %p, %v; want the hold %p", got, ok, l)
+				}
+				inside = k.held()
+				return nil
+			})
+			if err != nil || inside < 2 {
+				t.Fatalf("Run = %v with the hold on %d of 3 nodes inside; want nil, a majority", err, inside)
+			}
+			if !errors.Is(l.Err(), redlock.ErrNotHeld) {
+				t.Errorf("Err() after Run = %v, want ErrNotHeld", l.Err())
+			}
+			eventually(t, 2*time.Second, "every node released after Run", func() bool { return k.held() == 0 })
+			ran := false
+			if err := l.Run(ctx, func(context.Context) error { ran = true; return nil }); !errors.Is(err, redlock.ErrNotHeld) || ran {
+				t.Errorf("Run of a released hold = %v (fn ran: %v), want ErrNotHeld, fn not run", err, ran)
+			}
+
+			// A hold lost inside fn: fn's ctx ends with ErrLockLost, and Run
+			// says so. Then a lost hold: fn does not run.
+			l, err = k.acquire()
+			if err != nil {
+				t.Fatalf("%s: %v", k.name, err)
+			}
+			err = l.Run(ctx, func(fctx context.Context) error {
+				dropEverything(t, nodes)
+				l.Extend(fctx) // a majority refuses: lost
+				select {
+				case <-fctx.Done():
+					if cause := context.Cause(fctx); !errors.Is(cause, redlock.ErrLockLost) {
+						t.Errorf("fn's ctx cause = %v, want ErrLockLost", cause)
+					}
+					return fctx.Err()
+				case <-time.After(2 * time.Second):
+					return errors.New("fn's ctx not cancelled within 2 s of the loss")
+				}
+			})
+			if !errors.Is(err, redlock.ErrLockLost) || !errors.Is(err, context.Canceled) {
+				t.Errorf("Run of a hold lost inside fn = %v, want ErrLockLost joined with fn's context.Canceled", err)
+			}
+			l, err = k.acquire()
+			if err != nil {
+				t.Fatalf("%s: %v", k.name, err)
+			}
+			dropEverything(t, nodes)
+			l.Extend(ctx)
+			ran = false
+			if err := l.Run(ctx, func(context.Context) error { ran = true; return nil }); !errors.Is(err, redlock.ErrLockLost) || ran {
+				t.Errorf("Run of a lost hold = %v (fn ran: %v), want ErrLockLost, fn not run", err, ran)
+			}
+		})
+	}
+}
+
+// dropEverything deletes every key the library wrote on the nodes, as an
+// empty restart would, keeping the lab's vouch for the nodes' start.
+func dropEverything(t *testing.T, nodes []redis.UniversalClient) {
+	t.Helper()
+	ctx := context.Background()
+	for i, n := range nodes {
+		keys, err := n.Keys(ctx, redlock.DefaultPrefix+"{*").Result()
+		if err != nil {
+			t.Fatalf("node %d: KEYS: %v", i, err)
+		}
+		if len(keys) > 0 {
+			if err := n.Del(ctx, keys...).Err(); err != nil {
+				t.Fatalf("node %d: DEL: %v", i, err)
+			}
+		}
+	}
 }
