@@ -175,21 +175,21 @@ func extendCall(locks []*Lock, group []int, repair bool, last string) *scriptCal
 	args = append(args, mode, locks[0].cfg.retention.Milliseconds(), last)
 	for _, i := range group {
 		l := locks[i]
-		kind := "w"
+		kind, record := "w", ""
 		switch {
 		case l.id.kind == reader:
 			kind = "r"
 		case l.limit > 0:
-			// A permit has no readers; its third key is the limit record,
-			// kept alive while the permit is.
-			kind = "p" + strconv.Itoa(l.limit)
-			ks := l.kss[0]
-			keys = append(keys, ks.Lock, ks.Fence, LimitKey(l.cfg.prefix, l.key))
-			args = append(args, kind, l.id.owner, l.id.hold, l.cfg.ttl.Milliseconds(), l.tokens[0])
-			continue
+			// A permit has no readers: its third key is the limit record,
+			// kept while the permit is.
+			kind, record = "p"+strconv.Itoa(l.limit), LimitKey(l.cfg.prefix, l.key)
 		}
 		for k, ks := range l.kss {
-			keys = append(keys, ks.Lock, ks.Fence, ks.Readers)
+			third := ks.Readers
+			if record != "" {
+				third = record
+			}
+			keys = append(keys, ks.Lock, ks.Fence, third)
 			args = append(args, kind, l.id.owner, l.id.hold, l.cfg.ttl.Milliseconds(), l.tokens[k])
 		}
 	}
