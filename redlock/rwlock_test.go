@@ -310,6 +310,11 @@ func TestRWLockExcludesWritersAndSharesReaders(t *testing.T) {
 	if err := r1.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
 		t.Errorf("second Unlock of a reader = %v, want ErrNotHeld", err)
 	}
+	// Each Unlock returned at its own majority; the two may share one node.
+	names := redlock.Keys(redlock.DefaultPrefix, "k")
+	eventually(t, 2*time.Second, "both readers gone from every node", func() bool {
+		return !slices.ContainsFunc(nodes, func(n redis.UniversalClient) bool { return n.Exists(ctx, names.Readers).Val() == 1 })
+	})
 	w2, err := other.TryLock(ctx, "k")
 	if err != nil {
 		t.Fatalf("TryLock after the readers left: %v", err)
@@ -320,7 +325,6 @@ func TestRWLockExcludesWritersAndSharesReaders(t *testing.T) {
 	w2.Unlock(ctx)
 	// Unlock returns once a majority released; the other nodes' releases
 	// land just after it.
-	names := redlock.Keys(redlock.DefaultPrefix, "k")
 	for i, n := range nodes {
 		eventually(t, 2*time.Second, fmt.Sprintf("node %d: none of the readers, queue, leases and lock left after every Unlock", i), func() bool {
 			return n.Exists(ctx, names.Readers, names.Queue, names.Leases, names.Lock).Val() == 0

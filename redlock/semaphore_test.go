@@ -346,9 +346,8 @@ func TestSemaphoreLockIsALock(t *testing.T) {
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock: %v", err)
 	}
-	if n := permitsHeld(t, nodes, "r", 2); n != 0 {
-		t.Errorf("%d permits held after Unlock, want 0", n)
-	}
+	// Unlock returns at a majority; the last node's release lands after.
+	eventually(t, 2*time.Second, "no permit held on any node after Unlock", func() bool { return permitsHeld(t, nodes, "r", 2) == 0 })
 	if err := l.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
 		t.Errorf("second Unlock = %v, want ErrNotHeld", err)
 	}
