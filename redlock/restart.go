@@ -56,7 +56,8 @@ const trustTTL = 24 * time.Hour
 // (a test lab, a new deployment), never after a restart that may have lost
 // leases: that is exactly what the guard is for.
 //
-// It needs INFO and SET on node; it does not close node.
+// It needs INFO and SET on node; it does not close node. The command
+// "quorumlock trust" calls it for each node given.
 func TrustStart(ctx context.Context, node redis.UniversalClient) error {
 	info, err := node.Info(ctx, "server").Result()
 	if err != nil {

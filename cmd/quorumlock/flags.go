@@ -63,12 +63,18 @@ type target struct {
 // register adds --nodes (default $QUORUMLOCK_NODES) and --prefix to fs, and
 // --key when key is the key's description.
 func (t *target) register(fs *flag.FlagSet, getenv func(string) string, key string) {
-	fs.StringVar(&t.nodes, "nodes", getenv(envNodes),
-		"comma-separated `host:port` or redis:// URLs of independent masters (default $"+envNodes+")")
+	t.registerNodes(fs, getenv)
 	if key != "" {
 		fs.StringVar(&t.key, "key", "", key)
 	}
 	fs.StringVar(&t.prefix, "prefix", redlock.DefaultPrefix, "`prefix` of the keys the lock uses")
+}
+
+// registerNodes adds --nodes alone, for a subcommand about the nodes
+// rather than a key.
+func (t *target) registerNodes(fs *flag.FlagSet, getenv func(string) string) {
+	fs.StringVar(&t.nodes, "nodes", getenv(envNodes),
+		"comma-separated `host:port` or redis:// URLs of independent masters (default $"+envNodes+")")
 }
 
 // addrs returns the node addresses, or an error if there are none.

@@ -8,6 +8,7 @@
 //	quorumlock run    --nodes host:port,... --keys K1,K2,... [flags] -- CMD [ARGS...]
 //	quorumlock status --nodes host:port,... --key K [--limit N] [--json]
 //	quorumlock demo   [--nodes host:port,...] [flags]
+//	quorumlock trust  --nodes host:port,...
 //
 // Run "quorumlock help SUBCOMMAND" for the flags, examples and exit statuses
 // of each subcommand.
@@ -68,6 +69,7 @@ var subcommands = map[string]struct {
 	"run":    {(*cli).run, runUsage},
 	"status": {(*cli).status, statusUsage},
 	"demo":   {(*cli).demo, demoUsage},
+	"trust":  {(*cli).trust, trustUsage},
 }
 
 // main runs the subcommand named by args[0] and returns the exit status.
@@ -110,6 +112,7 @@ Usage:
   quorumlock run    --nodes host:port,... --keys K1,K2,... [flags] -- CMD [ARGS...]
   quorumlock status --nodes host:port,... --key K [--limit N] [--json]
   quorumlock demo   [--nodes host:port,...] [flags]
+  quorumlock trust  --nodes host:port,...
   quorumlock help   [SUBCOMMAND]
 
 Subcommands:
@@ -122,6 +125,8 @@ Subcommands:
            --limit N, the semaphore's permits and waiters
   demo     the oversell scenario: workers sell stock under the lock while a
            node is killed and restarted; five embedded nodes unless --nodes
+  trust    vouch that new masters' processes have no lock to forget, so
+           that locks need not wait out the restart guard after they start
 
 Nodes are independent Redis masters (not replicas of one another), given as
 host:port or redis:// URLs, comma-separated; $QUORUMLOCK_NODES is the default.
