@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -74,15 +75,16 @@ func (c *cli) trust(args []string) int {
 }
 
 // vouchFor vouches for the process running at rdb (redlock.TrustStart) and
-// reads back which process that was and how long it had been up.
+// reads back which process that was and how long it has been up.
 func vouchFor(ctx context.Context, addr string, rdb *redis.Client) vouch {
 	v := vouch{addr: addr}
 	if v.err = redlock.TrustStart(ctx, rdb); v.err != nil {
 		return v
 	}
-	info, err := rdb.Info(ctx, "server").Result()
-	if err != nil {
-		v.err = fmt.Errorf("vouched, but INFO server after it: %w", err)
+	vouched, err := rdb.Get(ctx, redlock.TrustKey).Result()
+	info, ierr := rdb.Info(ctx, "server").Result()
+	if err = errors.Join(err, ierr); err != nil {
+		v.err = fmt.Errorf("vouched, but reading it back: %w", err)
 		return v
 	}
 	for line := range strings.Lines(info) {
@@ -94,6 +96,10 @@ func vouchFor(ctx context.Context, addr string, rdb *redis.Client) vouch {
 			s, _ := strconv.Atoi(val)
 			v.uptime = time.Duration(s) * time.Second
 		}
+	}
+	if v.runID != vouched {
+		// Restarted in between: the vouch is for a process that is gone.
+		v.err = fmt.Errorf("the server restarted during the vouch (run_id %s, vouched %s); run trust again if it is new", v.runID, vouched)
 	}
 	return v
 }
