@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -82,21 +81,14 @@ func vouchFor(ctx context.Context, addr string, rdb *redis.Client) vouch {
 		return v
 	}
 	vouched, err := rdb.Get(ctx, redlock.TrustKey).Result()
-	info, ierr := rdb.Info(ctx, "server").Result()
+	info, ierr := rdb.InfoMap(ctx, "server").Result()
 	if err = errors.Join(err, ierr); err != nil {
 		v.err = fmt.Errorf("vouched, but reading it back: %w", err)
 		return v
 	}
-	for line := range strings.Lines(info) {
-		k, val, _ := strings.Cut(strings.TrimSpace(line), ":")
-		switch k {
-		case "run_id":
-			v.runID = val
-		case "uptime_in_seconds":
-			s, _ := strconv.Atoi(val)
-			v.uptime = time.Duration(s) * time.Second
-		}
-	}
+	v.runID = info["Server"]["run_id"]
+	uptime, _ := strconv.Atoi(info["Server"]["uptime_in_seconds"])
+	v.uptime = time.Duration(uptime) * time.Second
 	if v.runID != vouched {
 		// Restarted in between: the vouch is for a process that is gone.
 		v.err = fmt.Errorf("the server restarted during the vouch (run_id %s, vouched %s); run trust again if it is new", v.runID, vouched)
