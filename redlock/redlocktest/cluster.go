@@ -131,15 +131,22 @@ func (c *Cluster) Addrs() []string {
 }
 
 // Client returns redlock.New over Clients(), with a node timeout of
-// NodeTimeout and then opts, and closes it when t ends. It fails t if New
-// refuses the options.
+// NodeTimeout and then opts, and closes it when t ends — after thawing
+// every frozen master, so that calls still waiting on one end at once
+// instead of after go-redis's read timeouts. It fails t if New refuses the
+// options.
 func (c *Cluster) Client(t testing.TB, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
 	locks, err := redlock.New(c.Clients(), append([]redlock.Option{redlock.WithNodeTimeout(NodeTimeout)}, opts...)...)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	t.Cleanup(func() { locks.Close() })
+	t.Cleanup(func() {
+		for i := range c.masters {
+			c.Thaw(i)
+		}
+		locks.Close()
+	})
 	return locks
 }
 
