@@ -69,3 +69,9 @@ require (
 // A Windows-only dependency of testcontainers-go (through moby/term) whose
 // required version the module proxy does not serve; never built on Linux.
 replace github.com/Azure/go-ansiterm => github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c
+
+// The demo's embedded nodes (cmd/quorumlock) are redlocktest's, developed in
+// this tree. When cmd becomes a module of its own, these two lines move there.
+require github.com/seed818c56a1/quorumlock/redlock/redlocktest v0.0.0
+
+replace github.com/seed818c56a1/quorumlock/redlock/redlocktest => ./redlock/redlocktest
