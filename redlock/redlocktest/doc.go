@@ -18,9 +18,9 @@
 //
 // The library's restart guard (redlock.WithRestartGuard) reads, from inside
 // its scripts, each master's LASTSAVE, INFO server (run_id,
-// uptime_in_seconds) and INFO replication (role). miniredis has neither
-// LASTSAVE nor those INFO sections; this package answers them for every
-// caller, scripts included: each process of a master has its own random
+// uptime_in_seconds) and INFO replication (role), or ROLE with the guard
+// off. miniredis has neither LASTSAVE, ROLE nor those INFO sections; this
+// package answers them for every caller, scripts included: each process of a master has its own random
 // run_id, an uptime counted from its start, LASTSAVE at its start, and the
 // role master. So a master brought back by Restart is a new process with an
 // uptime from zero, and its grants are not counted for the guard, as a real

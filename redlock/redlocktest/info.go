@@ -9,8 +9,8 @@ import (
 )
 
 // hook answers, ahead of miniredis, what a redis-server says of its process:
-// LASTSAVE, and INFO's server and replication sections (miniredis has
-// neither). miniredis runs the hook for every command, the redis.call of a
+// LASTSAVE, ROLE, and INFO's server and replication sections (miniredis has
+// none of them). miniredis runs the hook for every command, the redis.call of a
 // script included, so the library's scripts read them as from a server. It
 // returns true when it answered. Inside MULTI it answers nothing: the
 // command is queued by miniredis, which does not know it.
@@ -23,6 +23,14 @@ func (p *process) hook(c *server.Peer, cmd string, args ...string) bool {
 	case "LASTSAVE":
 		if len(args) == 0 && !p.inMulti(c) {
 			c.WriteInt(int(p.lastSave()))
+			return true
+		}
+	case "ROLE":
+		if len(args) == 0 && !p.inMulti(c) {
+			c.WriteLen(3) // a master with no replicas: master, offset 0, []
+			c.WriteBulk("master")
+			c.WriteInt(0)
+			c.WriteLen(0)
 			return true
 		}
 	case "INFO":

@@ -41,7 +41,8 @@ func TestNewMastersCountAtOnce(t *testing.T) {
 }
 
 // Each master reports a process of its own, as redis-server does: a
-// run_id, an uptime and a role, read from a script as from a command.
+// run_id, an uptime and a role (INFO, ROLE), read from a script as from a
+// command.
 func TestMastersReportTheirProcess(t *testing.T) {
 	t.Parallel()
 	masters := redlocktest.Start(t, 3)
@@ -58,6 +59,9 @@ func TestMastersReportTheirProcess(t *testing.T) {
 				i, runID, seen[runID], role, info["Server"]["uptime_in_seconds"])
 		}
 		seen[runID] = true
+		if role, err := node.Do(ctx, "ROLE").Slice(); err != nil || len(role) != 3 || role[0] != "master" {
+			t.Errorf("master %d: ROLE = %v, %v; want [master 0 []]", i, role, err)
+		}
 		fromScript, err := node.Eval(ctx, "return {redis.call('INFO', 'server'), redis.call('LASTSAVE'), redis.call('TIME')[1]}", nil).Slice()
 		if err != nil {
 			t.Fatalf("master %d: script = %v", i, err)
