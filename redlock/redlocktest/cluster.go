@@ -86,12 +86,15 @@ func start(n int, report func(error)) (*Cluster, error) {
 }
 
 // clientOptions are the options of the clients of Clients: go-redis's
-// defaults, but for a dial that fails at once when a master is killed
-// (the quorum copes with a dead master, not the pool's redials) and no
-// handshake commands miniredis does not know.
+// defaults, but for calls that end with their context (a test's deadline
+// holds on a frozen master, instead of go-redis's 3 s read timeout and its
+// retries), a dial that fails at once when a master is killed (the quorum
+// copes with a dead master, not the pool's redials) and no handshake
+// commands miniredis does not know.
 func clientOptions(addr string) *redis.Options {
 	return &redis.Options{
 		Addr:                     addr,
+		ContextTimeoutEnabled:    true,
 		DialerRetries:            1,
 		DisableIdentity:          true,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
@@ -113,8 +116,9 @@ func (c *Cluster) vouch() error {
 }
 
 // Clients returns one go-redis client per master, in order, for redlock.New
-// or for inspecting the masters. They are closed when the Cluster stops; do
-// not close them.
+// or for inspecting the masters. Their calls end with their context
+// (ContextTimeoutEnabled), so a test's deadline holds on a frozen master.
+// They are closed when the Cluster stops; do not close them.
 func (c *Cluster) Clients() []redis.UniversalClient {
 	return append([]redis.UniversalClient(nil), c.clients...)
 }
@@ -132,8 +136,9 @@ func (c *Cluster) Addrs() []string {
 
 // Client returns redlock.New over Clients(), with a node timeout of
 // NodeTimeout and then opts, and closes it when t ends — after thawing
-// every frozen master, so that calls still waiting on one end at once
-// instead of after go-redis's read timeouts. It fails t if New refuses the
+// every frozen master: a waiter's subscription to a frozen master would
+// otherwise hold Close for seconds (go-redis subscribes under a lock that
+// Close of the subscription waits for). It fails t if New refuses the
 // options.
 func (c *Cluster) Client(t testing.TB, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
