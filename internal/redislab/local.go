@@ -1,6 +1,7 @@
 package redislab
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
 )
 
 // Files a local node keeps in its data dir across restarts.
@@ -51,8 +53,9 @@ func (l *local) addr() string {
 }
 
 // startOnFreePort writes the config and starts the process on a free
-// loopback port, trying another port when the picked one was taken.
-func (l *local) startOnFreePort() error {
+// loopback port, trying another port when the picked one was taken, until
+// ctx ends.
+func (l *local) startOnFreePort(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := os.MkdirAll(l.dir, 0o755); err != nil {
@@ -63,6 +66,9 @@ func (l *local) startOnFreePort() error {
 	}
 	var err error
 	for range bindAttempts {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("redislab: not started: %w", context.Cause(ctx))
+		}
 		if l.port, err = freePort(); err != nil {
 			return err
 		}
@@ -202,7 +208,9 @@ func readFrom(path string, offset int64) string {
 	return string(b[max(0, len(b)-logTail):])
 }
 
-// startLocal starts n local redis-server processes in parallel.
+// startLocal starts n local redis-server processes in parallel. The start
+// waits for every node and stops at the first failure: the others then
+// try no further port (errgroup; every process started is in t.Cleanup).
 func startLocal(t testing.TB, n int, cfg *config) *Lab {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
@@ -221,11 +229,14 @@ func startLocal(t testing.TB, n int, cfg *config) *Lab {
 	}
 	t.Cleanup(func() { stopLocals(t, locals) })
 	errs := make([]error, n)
-	var wg sync.WaitGroup
+	g, ctx := errgroup.WithContext(context.Background())
 	for i, l := range locals {
-		wg.Go(func() { errs[i] = l.startOnFreePort() })
+		g.Go(func() error {
+			errs[i] = l.startOnFreePort(ctx)
+			return errs[i]
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // every node's error is in errs, reported by localLab
 	return localLab(t, locals, errs)
 }
 
