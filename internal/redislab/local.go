@@ -208,9 +208,7 @@ func readFrom(path string, offset int64) string {
 	return string(b[max(0, len(b)-logTail):])
 }
 
-// startLocal starts n local redis-server processes in parallel. The start
-// waits for every node and stops at the first failure: the others then
-// try no further port (errgroup; every process started is in t.Cleanup).
+// startLocal starts n local redis-server processes in parallel.
 func startLocal(t testing.TB, n int, cfg *config) *Lab {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
@@ -222,13 +220,25 @@ func startLocal(t testing.TB, n int, cfg *config) *Lab {
 			unavailable(t, fmt.Sprintf("wrapper %q not on PATH", cfg.wrapper[0]))
 		}
 	}
-	base := t.TempDir()
+	locals := newLocals(t.TempDir(), bin, n, cfg)
+	t.Cleanup(func() { stopLocals(t, locals) })
+	return localLab(t, locals, startLocals(locals))
+}
+
+// newLocals returns n nodes with data dirs node1..noden under base.
+func newLocals(base, bin string, n int, cfg *config) []*local {
 	locals := make([]*local, n)
 	for i := range locals {
 		locals[i] = newLocal(filepath.Join(base, fmt.Sprintf("node%d", i+1)), bin, cfg)
 	}
-	t.Cleanup(func() { stopLocals(t, locals) })
-	errs := make([]error, n)
+	return locals
+}
+
+// startLocals starts every node in parallel and returns each one's error.
+// The start waits for every node and stops at the first failure: the
+// others then try no further port (errgroup).
+func startLocals(locals []*local) []error {
+	errs := make([]error, len(locals))
 	g, ctx := errgroup.WithContext(context.Background())
 	for i, l := range locals {
 		g.Go(func() error {
@@ -236,8 +246,8 @@ func startLocal(t testing.TB, n int, cfg *config) *Lab {
 			return errs[i]
 		})
 	}
-	_ = g.Wait() // every node's error is in errs, reported by localLab
-	return localLab(t, locals, errs)
+	_ = g.Wait() // every node's error is in errs, for the caller to report
+	return errs
 }
 
 // localLab fails t, logging each failed node's output, unless all started.
