@@ -1,5 +1,11 @@
 module github.com/seed818c56a1/quorumlock
 
+// The oldest Go that builds this module: go-redis v9.23.0 declares go
+// 1.26.0 (the code itself uses Go 1.25 APIs such as sync.WaitGroup.Go).
+// Everything a user does not need — the CLI, the OpenTelemetry observer, the
+// container lab, the benchmarks — is a module of its own
+// (docs/ARCHITECTURE.md, Modules), so that this file's requirements, tests'
+// included, are all a user's module graph gets.
 go 1.26.0
 
 require (
