@@ -4,7 +4,8 @@
 -- waiters' queue, its leases, the readers.
 -- ARGV as acquire.lua's: [1] owner, [2] hold id, [3] TTL in ms, [4] ticket
 -- ("" for a one-shot attempt, which never queues), [5] queue lease in ms,
--- [6] the fencing retention in ms (unused: a reader issues no token),
+-- [6] the fencing retention in ms: a reader issues no token, but keeps
+-- the counter it reads for at least that long (lease.lua),
 -- [7] restart detection.
 -- A reader is the member "<owner> <hold>" of the readers, scored by its
 -- lease end in server ms (Redis 7.0 has no per-member TTL); the set's TTL
@@ -12,8 +13,9 @@
 -- "r:<owner>", in ticket order with the writers: a writer behind it waits
 -- for it, and it waits for every writer ahead of it — so a stream of
 -- readers cannot starve a writer.
--- Returns {1, the fencing counter (0 if none)} when granted — the token of
--- the last writer; a reader issues none — followed by start_info's fields
+-- Returns {1, the fencing counter} when granted — the token of the last
+-- writer, or where the counter expired the node's clock in µs, which is
+-- larger (lease.lua) — followed by start_info's fields
 -- as acquire.lua; {0, the writer's remaining TTL in ms} when refused (0
 -- when a writer waits ahead).
 local lock, fence, queue, leases, readers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -67,7 +69,7 @@ redis.call('ZADD', readers, 'GT', now + tonumber(ARGV[3]), reader)
 if redis.call('PTTL', readers) < tonumber(ARGV[3]) then
   redis.call('PEXPIRE', readers, ARGV[3])
 end
-local out = {1, tonumber(redis.call('GET', fence) or '0')}
+local out = {1, counter_held(fence, t, ARGV[6])}
 local start = start_info(ARGV[7], t)
 if start then
   for _, v in ipairs(start) do out[#out + 1] = v end
