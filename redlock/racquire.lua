@@ -1,5 +1,6 @@
 -- RAcquire: grant a shared hold (RLock) of one lock if no writer holds it
--- and no live writer waits ahead of us; otherwise refuse, and wait in line.
+-- and no live writer waits ahead of us — or another hold of our owner
+-- reads here already (a nested reader); otherwise refuse, and wait in line.
 -- KEYS: as acquire.lua's for one lock — the lock, the fencing counter, the
 -- waiters' queue, its leases, the readers.
 -- ARGV as acquire.lua's: [1] owner, [2] hold id, [3] TTL in ms, [4] ticket
@@ -53,13 +54,27 @@ local function writer_ahead()
   return false
 end
 
+-- owner_reads says whether another live hold of our owner reads here: a
+-- nested reader, granted at once even while a writer waits — the writer
+-- waits for the owner's first read, so that read's owner must not wait
+-- for it. A member is "<owner> <hold>", and a hold id has no space.
+local function owner_reads()
+  local prefix = ARGV[1] .. ' '
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', readers, '(' .. now_ms(), '+inf')) do
+    if string.sub(m, 1, #prefix) == prefix and not string.find(m, ' ', #prefix + 1, true) then
+      return true
+    end
+  end
+  return false
+end
+
 if redis.call('EXISTS', lock) == 1 then
   wait_in_line()
   return {0, redis.call('PTTL', lock)}
 end
 -- A re-sent attempt (its reply was lost) is granted again: it is ours.
 local mine = redis.call('ZSCORE', readers, reader)
-if not (mine and tonumber(mine) > now_ms()) and writer_ahead() then
+if not (mine and tonumber(mine) > now_ms()) and writer_ahead() and not owner_reads() then
   return {0, 0}
 end
 

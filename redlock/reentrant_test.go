@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -116,4 +117,48 @@ func intruders(ctx context.Context, take func() (*redlock.Lock, error)) int {
 		l.Unlock(ctx)
 	}
 	return len(got)
+}
+
+// An owner that reads asks to read again while a writer waits for its
+// first read: the nested reader is granted at once — RLock and TryRLock
+// alike — instead of waiting behind the writer that waits for it. Once the
+// owner's reads end, the writer gets the key.
+func TestNestedReaderNotBehindAWaitingWriter(t *testing.T) {
+	c, nodes, _ := lab(t, 3)
+	ctx := ctxFor(t, 20*time.Second)
+	job := redlock.WithOwner("job")
+	first, err := c.RLock(ctx, "k", job)
+	if err != nil {
+		t.Fatalf("first RLock: %v", err)
+	}
+	wc := newClient(t, nodes)
+	wrote := make(chan error, 1)
+	go func() {
+		w, err := wc.Lock(ctx, "k", redlock.WithOwner("writer"))
+		if err == nil {
+			err = w.Unlock(ctx)
+		}
+		wrote <- err
+	}()
+	eventually(t, 5*time.Second, "the writer in line", func() bool { return inLine(t, nodes, "k", "writer") >= 2 })
+
+	nested, err := c.RLock(ctxFor(t, 2*time.Second), "k", job)
+	if err != nil {
+		t.Fatalf("nested RLock while a writer waits for the owner's first read: %v", err)
+	}
+	tried, err := c.TryRLock(ctx, "k", job)
+	if err != nil {
+		t.Fatalf("nested TryRLock while a writer waits for the owner's first read: %v", err)
+	}
+	if _, err := c.TryRLock(ctx, "k", redlock.WithOwner("other")); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Errorf("another owner's TryRLock while a writer waits = %v, want ErrNotObtained", err)
+	}
+	for _, r := range []*redlock.Lock{tried, nested, first} {
+		if err := r.Unlock(ctx); err != nil {
+			t.Fatalf("reader Unlock: %v", err)
+		}
+	}
+	if err := <-wrote; err != nil {
+		t.Fatalf("writer after the owner's reads: %v", err)
+	}
 }
