@@ -17,6 +17,10 @@ local function server_ms(t)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- A hold field below legacy_hold is no lease end in ms (those are about
+-- 1.8e12 today) but an older version's mark.
+local legacy_hold = 1e11
+
 -- field_of is the value of field name in fields, an HGETALL reply.
 local function field_of(fields, name)
   for i = 1, #fields, 2 do
@@ -37,6 +41,11 @@ local function lease_holds(lock, now, fields, field, ends)
     local f = fields[i]
     if string.sub(f, 1, 2) == 'h:' and f ~= field then
       local e = tonumber(fields[i + 1]) or 0
+      if e < legacy_hold then
+        -- Written by a version that recorded no lease end ("1"): it may
+        -- rely on the lock's expiry as it stands.
+        e = now + math.max(redis.call('PTTL', lock), 0)
+      end
       if e > now then last = math.max(last, e) else dead[#dead + 1] = f end
     end
   end

@@ -162,3 +162,34 @@ func TestNestedReaderNotBehindAWaitingWriter(t *testing.T) {
 		t.Fatalf("writer after the owner's reads: %v", err)
 	}
 }
+
+// A hold written by an earlier version (its field's value "1", no lease
+// end) keeps the lock's expiry as it stands: a nested hold of the same
+// owner, taken and released by this version during a rolling upgrade,
+// neither frees the key nor cuts its lease.
+func TestOwnerHoldOfAnEarlierVersionKeepsItsLease(t *testing.T) {
+	c, nodes, _ := lab(t, 3)
+	ctx := ctxFor(t, 10*time.Second)
+	lock := redlock.Keys(redlock.DefaultPrefix, "k").Lock
+	for _, n := range nodes {
+		if err := n.HSet(ctx, lock, "owner", "job", "h:earlier", 1).Err(); err != nil {
+			t.Fatal(err)
+		}
+		n.PExpire(ctx, lock, 20*time.Second)
+	}
+	l, err := c.TryLock(ctx, "k", redlock.WithOwner("job"), redlock.WithTTL(time.Second))
+	if err != nil {
+		t.Fatalf("nested TryLock: %v", err)
+	}
+	if err := l.Extend(ctx); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	for i, n := range nodes {
+		if left := n.PTTL(ctx, lock).Val(); left < 10*time.Second {
+			t.Errorf("node %d: the earlier version's hold left with %v, want its 20 s lease", i, left)
+		}
+	}
+}
