@@ -48,7 +48,7 @@ var (
 // libraryScripts returns the library's scripts by SHA1, read from
 // ../redlock as the library embeds them (start.lua, line.lua and lease.lua
 // precede acquire.lua, racquire.lua, permit.lua and extend.lua; lease.lua
-// precedes release.lua, rrelease.lua and fence.lua: redlock/scripts.go).
+// precedes release.lua and rrelease.lua: redlock/scripts.go).
 func libraryScripts(t testing.TB) (bySHA map[string]string, src map[string]string) {
 	t.Helper()
 	read := func(name string) string {
@@ -67,7 +67,7 @@ func libraryScripts(t testing.TB) (bySHA map[string]string, src map[string]strin
 		"extend":   prelude + read("extend"),
 		"release":  lease + read("release"),
 		"rrelease": lease + read("rrelease"),
-		"fence":    lease + read("fence"),
+		"fence":    read("fence"),
 		"leave":    read("leave"),
 	}
 	bySHA = map[string]string{}

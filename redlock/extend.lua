@@ -1,9 +1,10 @@
 -- Extend: reset the lease of each lock that is still ours, and keep its
--- fencing counter — raised to the holding's token — for another retention,
--- so that it lives as long as the lock (lease.lua). With repair on, also
--- set each lock that is missing here — a node restarted empty, or down
--- when the lock was acquired — so that a lock does not decay while a
--- majority of nodes is healthy. Never touches another owner's lock.
+-- fencing counter for at least another retention, so that it lives as long
+-- as the lock (lease.lua). With repair on, also set each lock that is
+-- missing here — a node restarted empty, or down when the lock was
+-- acquired — and raise its counter to the holding's token, so that a lock
+-- does not decay while a majority of nodes is healthy. Never touches
+-- another owner's lock.
 -- KEYS: per lock, the lock, its fencing counter and its readers — for a
 -- semaphore's permit, which has no readers, its limit record (permit.lua).
 -- ARGV[1] "1" to repair, "0" not to; ARGV[2] the fencing retention in ms;
@@ -41,7 +42,7 @@ local function extend_writer(lock, fence, readers, owner, hold, ttl, token)
   if held == owner then
     redis.call('HSET', lock, field, ends)
     lease_holds(lock, now, fields, field, ends)
-    counter_keep(fence, tonumber(token), ARGV[2])
+    counter_renew(fence, tonumber(token), ARGV[2])
     return 1
   elseif repair and not held and not (readers and read(readers)) then
     redis.call('HSET', lock, 'owner', owner, field, ends)
@@ -58,14 +59,15 @@ local function extend_reader(lock, fence, readers, owner, hold, ttl, token)
   local result
   if score and tonumber(score) > now then
     redis.call('ZADD', readers, 'XX', 'GT', now + tonumber(ttl), member)
+    counter_renew(fence, tonumber(token), ARGV[2])
     result = 1
   elseif repair and redis.call('EXISTS', lock) == 0 then
     redis.call('ZADD', readers, now + tonumber(ttl), member)
+    counter_keep(fence, tonumber(token), ARGV[2])
     result = 2
   else
     return 0
   end
-  counter_keep(fence, tonumber(token), ARGV[2])
   if redis.call('PTTL', readers) < tonumber(ttl) then
     redis.call('PEXPIRE', readers, ttl)
   end

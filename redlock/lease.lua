@@ -86,6 +86,20 @@ local function counter_keep(fence, value, px)
   end
 end
 
+-- counter_renew keeps the counter fence of a renewed hold for at least px
+-- ms; where it is missing (deleted, or left by an older version to expire)
+-- it sets it to the holding's token. A counter there is at least the token
+-- already (the write-back) and is not read again: cheaper than
+-- counter_keep on the watchdog's path.
+local function counter_renew(fence, token, px)
+  local left = redis.call('PTTL', fence)
+  if left == -2 then
+    redis.call('SET', fence, string.format('%d', token), 'PX', px)
+  elseif left >= 0 and left < tonumber(px) then
+    redis.call('PEXPIRE', fence, px)
+  end
+end
+
 -- counter_held is the counter fence for a hold that issues no token of its
 -- own (a reader, a nested hold): its value, or where it has none the
 -- node's clock in µs from TIME's reply t — either way at least every token

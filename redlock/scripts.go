@@ -33,7 +33,8 @@ var (
 	// These may have to say when their node started, and read the
 	// waiters' line or leases: start.lua's and line.lua's functions come
 	// first in each. Every script that writes holds or fencing counters
-	// has lease.lua's functions before its own.
+	// has lease.lua's functions before its own — but fence.lua, which
+	// raises counters a grant has just kept.
 	acquireScript  = newScript(startSrc + lineSrc + leaseSrc + acquireSrc)
 	racquireScript = newScript(startSrc + lineSrc + leaseSrc + racquireSrc)
 	permitScript   = newScript(startSrc + lineSrc + leaseSrc + permitSrc)
@@ -41,7 +42,7 @@ var (
 
 	releaseScript  = newScript(leaseSrc + releaseSrc)
 	rreleaseScript = newScript(leaseSrc + rreleaseSrc)
-	fenceScript    = newScript(leaseSrc + fenceSrc)
+	fenceScript    = newScript(fenceSrc)
 	leaveScript    = newScript(leaveSrc)
 )
 
