@@ -178,9 +178,10 @@
 // raises the counter of every node that answers to it as well.
 //
 // A counter lives as long as its key is held, and a retention more: every
-// grant, renewal, write-back and release that touches it keeps it for at
-// least WithFenceRetention from then (a day by default; always longer than
-// the TTL), and never shortens what a holder with a longer retention set.
+// grant, renewal and release that touches it keeps it for at least
+// WithFenceRetention from then (a day by default; always longer than the
+// TTL), a write-back keeps what its grant set, and none shortens what a
+// holder with a longer retention set.
 // So no counter expires while any hold of its key — a writer, a reader, a
 // nested hold, a permit — still lives, however long it is renewed. A key
 // left untouched for longer than the retention loses its counters, so
