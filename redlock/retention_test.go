@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -146,5 +147,33 @@ func TestNestedTokenInsideAHoldPastTheRetention(t *testing.T) {
 				t.Errorf("nested token = %d inside a holding of %d: want at least the outer's", inner.Token(), outer.Token())
 			}
 		})
+	}
+}
+
+// A holder with a short retention never shortens what one with a longer
+// retention keeps: a semaphore's limit record outlives the short holder's
+// retention while the long holder still holds, so another limit stays
+// refused.
+func TestShortRetentionKeepsTheLongerOnesRecord(t *testing.T) {
+	c, nodes, _ := lab(t, 3, redlock.WithTTL(10*time.Second))
+	ctx := ctxFor(t, 20*time.Second)
+	long, err := c.TryAcquire(ctx, "s", 2)
+	if err != nil {
+		t.Fatalf("long holder: %v", err)
+	}
+	defer long.Unlock(ctx)
+	brief, err := newClient(t, nodes, shortFencing()...).TryAcquire(ctx, "s", 2)
+	if err != nil {
+		t.Fatalf("short-retention holder: %v", err)
+	}
+	if err := brief.Unlock(ctx); err != nil {
+		t.Fatalf("short-retention holder's Unlock: %v", err)
+	}
+	time.Sleep(shortRetention + 300*time.Millisecond) // past the short retention, before the long holder renews
+	if l, err := c.TryAcquire(ctx, "s", 3); !errors.Is(err, redlock.ErrInvalid) {
+		if l != nil {
+			l.Unlock(ctx)
+		}
+		t.Fatalf("limit 3 while a permit of limit 2 is held = %v, want ErrInvalid", err)
 	}
 }
