@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -100,26 +102,30 @@ func TestTokensAfterAKeyUntouchedPastTheRetention(t *testing.T) {
 // for every kind of hold.
 func TestNestedTokenInsideAHoldPastTheRetention(t *testing.T) {
 	type take func(ctx context.Context, c *redlock.Client, opts ...redlock.Option) (*redlock.Lock, error)
+	fence := func(key string) string { return redlock.Keys(redlock.DefaultPrefix, key).Fence }
 	cases := []struct {
-		name string
-		take take
+		name   string
+		take   take
+		fences func(outer *redlock.Lock) []string // the counters the outer hold's key keeps
 	}{
 		{"writer", func(ctx context.Context, c *redlock.Client, o ...redlock.Option) (*redlock.Lock, error) {
 			return c.Lock(ctx, "k", o...)
-		}},
+		}, func(*redlock.Lock) []string { return []string{fence("k")} }},
 		{"LockMany", func(ctx context.Context, c *redlock.Client, o ...redlock.Option) (*redlock.Lock, error) {
 			return c.LockMany(ctx, []string{"k", "k2"}, o...)
-		}},
+		}, func(*redlock.Lock) []string { return []string{fence("k"), fence("k2")} }},
 		{"permit", func(ctx context.Context, c *redlock.Client, o ...redlock.Option) (*redlock.Lock, error) {
 			return c.Acquire(ctx, "s", 2, o...)
+		}, func(outer *redlock.Lock) []string {
+			return []string{redlock.PermitKeys(redlock.DefaultPrefix, "s", outer.Permit()).Fence}
 		}},
 		{"reader", func(ctx context.Context, c *redlock.Client, o ...redlock.Option) (*redlock.Lock, error) {
 			return c.RLock(ctx, "k", o...)
-		}},
+		}, func(*redlock.Lock) []string { return []string{fence("k")} }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, _, _ := lab(t, 3, shortFencing()...)
+			c, nodes, _ := lab(t, 3, shortFencing()...)
 			ctx := ctxFor(t, 20*time.Second)
 			// A writer leaves its token on the counter first: what a
 			// reader reads.
@@ -137,6 +143,12 @@ func TestNestedTokenInsideAHoldPastTheRetention(t *testing.T) {
 			time.Sleep(longHold) // the work, renewed by the watchdog
 			if outer.Err() != nil {
 				t.Fatalf("outer hold lost while held: %v", outer.Err())
+			}
+			kept := testkit.Count(nodes, func(n redis.UniversalClient) bool {
+				return n.Exists(ctx, tc.fences(outer)...).Val() == int64(len(tc.fences(outer)))
+			})
+			if kept < 2 {
+				t.Errorf("after %v held, %d of 3 nodes keep the fencing counters; want a majority", longHold, kept)
 			}
 			inner, err := tc.take(ctxFor(t, 3*time.Second), c, job)
 			if err != nil {
