@@ -7,10 +7,11 @@
 -- owner (WithOwner), whichever is granted, renewed or released first.
 --
 -- A fencing counter lives as long as anything holds its key and a
--- retention more: grants, renewals and raises never shorten its expiry,
--- and a key that has none (it expired, untouched for a retention, or was
--- lost in an empty restart) reads as the node's clock in µs, above every
--- token issued a retention before.
+-- retention more: renewals, raises and grants to a key already held never
+-- shorten its expiry (the first grant of a free key sets it afresh: every
+-- earlier hold has ended), and a key that has none (it expired, untouched
+-- for a retention, or was lost in an empty restart) reads as the node's
+-- clock in µs, above every token issued a retention before.
 
 -- server_ms is TIME's reply t in ms.
 local function server_ms(t)
