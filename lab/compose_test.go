@@ -14,6 +14,8 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/seed818c56a1/quorumlock/lab"
 )
 
 // The repository's root, where docker-compose.yml and README.md are.
@@ -55,8 +57,8 @@ func TestComposeRunsFiveIndependentMasters(t *testing.T) {
 	data := map[string]string{}
 	for i, name := range redisServices {
 		s := p.Services[name]
-		if !regexp.MustCompile(`^redis:7\.0\.\d+$`).MatchString(s.Image) {
-			t.Errorf("%s: image %q; want one pinned to a 7.0.x release, the version tested", name, s.Image)
+		if !regexp.MustCompile(`^redis:7\.0\.\d+$`).MatchString(s.Image) || s.Image != lab.Image {
+			t.Errorf("%s: image %q; want one pinned to a 7.0.x release, the version tested, as the container checks run (%s)", name, s.Image, lab.Image)
 		}
 		conf := effectiveConf(t, s)
 		for _, k := range []string{"replicaof", "slaveof"} {
