@@ -28,7 +28,7 @@ func query(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
 			ctx, cancel := context.WithTimeout(ctx, f.timeout)
 			defer cancel()
 			st.queryNode(ctx, rdb, i)
-			st.setAddr(i, ns.addrs[i])
+			st.setAddr(i, redactAddr(ns.addrs[i]))
 		})
 	}
 	wg.Wait()

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
+)
+
+// The command lines typed below quote their markers ("na""me") so that the
+// terminal's echo of the line never shows what only the output may.
+
+func TestRunGivesTheCommandTheTerminal(t *testing.T) {
+	_, nodes := startLab(t, 3)
+	sh := startShell(t)
+	sh.typeIn(t, fmt.Sprintf(`quorumlock run --nodes %s --key tty --node-timeout 200ms -- sh -c 'printf "na""me? "; read x; echo "got-$x"'; echo "st""atus=$?"`+"\n", nodes))
+	sh.await(t, 20*time.Second, "name? ")
+	sh.typeIn(t, "alice\n")
+	sh.await(t, 10*time.Second, "got-alice")
+	sh.await(t, 10*time.Second, "status=0")
+}
+
+func TestRunCtrlCStopsABashLoop(t *testing.T) {
+	lab, nodes := startLab(t, 3)
+	sh := startShell(t)
+	sh.typeIn(t, fmt.Sprintf(`for i in 1 2 3; do quorumlock run --nodes %s --key loop --node-timeout 200ms -- sh -c 'echo "it""er-$0"; sleep 30' $i; done`+"\n", nodes))
+	sh.await(t, 20*time.Second, "iter-1")
+	sh.typeIn(t, "\x03")
+	sh.typeIn(t, `echo "af""ter"`+"\n")
+	sh.await(t, 20*time.Second, "after")
+	if strings.Contains(sh.out.String(), "iter-2") {
+		t.Errorf("the loop went on after Ctrl-C:\n%s", sh.out.String())
+	}
+	if got := owners(t, lab, "loop"); strings.Join(got, "") != "" {
+		t.Errorf("lock left on the nodes after Ctrl-C: owners %q", got)
+	}
+}
+
+func TestRunCtrlZStopsTheCommandWithIt(t *testing.T) {
+	_, nodes := startLab(t, 3)
+	ticks := t.TempDir() + "/ticks"
+	sh := startShell(t)
+	sh.typeIn(t, fmt.Sprintf(`quorumlock run -v --nodes %s --key z --ttl 1s --node-timeout 200ms -- sh -c 'while :; do echo x >> %s; sleep 0.02; done'`+"\n", nodes, ticks))
+	testkit.Eventually(t, 20*time.Second, "the command to tick", func() bool { return fileSize(ticks) > 0 })
+	sh.typeIn(t, "\x1a")
+	sh.await(t, 10*time.Second, "Stopped")
+	stoppedAt := fileSize(ticks)
+
+	// Its renewals stop with it: the lease lapses, and another run gets the
+	// lock — while the stopped command does no work.
+	if code, _, stderr := runBinary(t, "", runArgs(nodes, "z", "--wait", "20s", "--", "true")...); code != 0 {
+		t.Fatalf("another run while the job is stopped: status %d; stderr:\n%s", code, stderr)
+	}
+	if got := fileSize(ticks); got != stoppedAt {
+		t.Errorf("the command worked on while stopped: %d bytes of ticks, %d when stopped", got, stoppedAt)
+	}
+	// Continued, it finds the lock lapsed and never runs unlocked.
+	sh.typeIn(t, "fg\n")
+	sh.await(t, 20*time.Second, "lost while stopped")
+	sh.typeIn(t, `echo "st""atus=$?"`+"\n")
+	sh.await(t, 10*time.Second, fmt.Sprintf("status=%d", exitLockLost))
+	if got := fileSize(ticks); got != stoppedAt {
+		t.Errorf("the command worked on after fg without the lock: %d bytes of ticks, %d when stopped", got, stoppedAt)
+	}
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
