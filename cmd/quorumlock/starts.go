@@ -27,6 +27,11 @@ func readStart(ctx context.Context, rdb *redis.Client) nodeStart {
 	info := pipe.InfoMap(ctx, "server")
 	trusted := pipe.Get(ctx, redlock.TrustKey)
 	pipe.Exec(ctx)
+	return startOf(info, trusted)
+}
+
+// startOf reads the answers of INFO server and GET redlock.TrustKey.
+func startOf(info *redis.InfoCmd, trusted *redis.StringCmd) nodeStart {
 	if err := info.Err(); err != nil {
 		return nodeStart{err: err}
 	}
