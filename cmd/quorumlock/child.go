@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -32,7 +33,7 @@ func findCommand(name string) (string, int, error) {
 
 // supervise runs path (argv) while l is held and returns run's exit status:
 // CMD's own once every process of its group has exited and l is released.
-func (c *cli) supervise(l *redlock.Lock, path string, argv []string, f *runFlags, sigs <-chan os.Signal) int {
+func (c *cli) supervise(l *redlock.Lock, ns *nodeSet, path string, argv []string, f *runFlags, sigs <-chan os.Signal) int {
 	j, err := c.startJob(path, argv, f.claim.env(l))
 	if err != nil {
 		fmt.Fprintf(c.stderr, "quorumlock: %v\n", err)
@@ -42,6 +43,11 @@ func (c *cli) supervise(l *redlock.Lock, path string, argv []string, f *runFlags
 			return se.code
 		}
 		return exitInternal
+	}
+	if c.verbose {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go c.watchNodes(ctx, ns, f.ttl/3)
 	}
 	lost := c.watch(j, l, f, sigs)
 	err = c.release(l)

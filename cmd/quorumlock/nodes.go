@@ -97,6 +97,22 @@ func (ns *nodeSet) reachable(ctx context.Context) int {
 	return int(n.Load())
 }
 
+// pings pings every node in parallel, each under timeout, and returns
+// each one's error.
+func (ns *nodeSet) pings(ctx context.Context, timeout time.Duration) []error {
+	errs := make([]error, len(ns.clients))
+	var wg sync.WaitGroup
+	for i, c := range ns.clients {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			errs[i] = c.Ping(ctx).Err()
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
 // warm opens one connection to every node in parallel, each under
 // warmTimeout, so that dialing does not eat the first attempt's node
 // timeout. It returns once every node answered, or a majority did, or

@@ -50,9 +50,12 @@ func (st *lockStatus) queryNode(ctx context.Context, rdb *redis.Client, i int, g
 	}
 	info := pipe.InfoMap(ctx, "server")
 	trusted := pipe.Get(ctx, redlock.TrustKey)
-	cmds, _ := pipe.Exec(ctx)
+	cmds, err := pipe.Exec(ctx)
 	// The start's commands last: a user without INFO still gets the rest.
-	if err := firstError(cmds[:len(cmds)-2]); err != nil {
+	if err == nil || errors.Is(err, redis.Nil) || err == info.Err() || err == trusted.Err() {
+		err = firstError(cmds[:len(cmds)-2])
+	}
+	if err != nil {
 		st.failed(i, err)
 		return
 	}

@@ -114,7 +114,7 @@ func (c *cli) run(args []string) int {
 	begin := time.Now()
 	l, code := c.acquire(client, ns, &f, sigs)
 	if l != nil {
-		code = c.supervise(l, path, fs.Args(), &f, sigs)
+		code = c.supervise(l, ns, path, fs.Args(), &f, sigs)
 		begin = time.Now()
 	}
 	closeWithin(begin.Add(f.wait+f.nodeTimeout), client, ns)

@@ -53,7 +53,7 @@ func (c *cli) trust(args []string) int {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 			defer cancel()
-			vouches[i] = vouchFor(ctx, addrs[i], rdb)
+			vouches[i] = vouchFor(ctx, redactAddr(addrs[i]), rdb)
 		})
 	}
 	wg.Wait()

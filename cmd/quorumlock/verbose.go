@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
@@ -60,4 +61,34 @@ func (c *cli) lossCause(l *redlock.Lock) string {
 		why += "; last renewal: " + oneLine(o.last)
 	}
 	return why
+}
+
+// watchNodes, with -v, pings every node each interval while the lock is
+// held and logs each change of a node's answer: the library's renewals stop
+// waiting for a node once a majority renewed, so a master that died would
+// otherwise go unmentioned until the lock is lost. It returns when ctx ends.
+func (c *cli) watchNodes(ctx context.Context, ns *nodeSet, interval time.Duration) {
+	down := make([]error, len(ns.clients))
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for i, err := range ns.pings(ctx, min(interval, warmTimeout)) {
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil && down[i] == nil:
+				c.logger().LogAttrs(ctx, slog.LevelWarn, "quorumlock: node not answering", slog.Int("node", i+1),
+					slog.String("addr", redactAddr(ns.addrs[i])), slog.String("error", ns.redact(oneLine(err))))
+			case err == nil && down[i] != nil:
+				c.logger().LogAttrs(ctx, slog.LevelInfo, "quorumlock: node answering again", slog.Int("node", i+1),
+					slog.String("addr", redactAddr(ns.addrs[i])))
+			}
+			down[i] = err
+		}
+	}
 }
