@@ -17,7 +17,7 @@ type job struct {
 	lifeline *os.File // quorumlock's end: closed only by quorumlock's death
 	events   <-chan keeperEvent
 	pgid     int
-	tty      *os.File // the controlling terminal in an interactive run, else nil
+	tty      *os.File // the controlling terminal, if any: job control then, as in a shell
 	ended    bool     // CMD has exited
 	status   int      // CMD's exit status, 128+N after signal N
 	signal   syscall.Signal
@@ -50,9 +50,11 @@ func (c *cli) startJob(path string, argv, env []string) (*job, error) {
 		return nil, err
 	}
 	defer lifeR.Close()
-	j := &job{lifeline: lifeW, tty: controllingTerminal()}
+	j := &job{lifeline: lifeW}
+	tty, fg := controllingTerminal()
+	j.tty = tty
 	mode := "bg"
-	if j.tty != nil {
+	if fg {
 		mode = "fg"
 	}
 	j.keeper = &exec.Cmd{Path: self, Args: append([]string{keeperName, mode, path}, argv...),

@@ -55,17 +55,14 @@ func foregroundOf(fd int) (int, error) {
 	return int(pg), nil
 }
 
-// controllingTerminal opens the controlling terminal if quorumlock's process
-// group is its foreground group — an interactive run, whose command gets the
-// terminal — and returns nil otherwise.
-func controllingTerminal() *os.File {
+// controllingTerminal opens the controlling terminal, if quorumlock has
+// one, and reports whether quorumlock's process group is its foreground
+// group — an interactive run, whose command gets the terminal.
+func controllingTerminal() (tty *os.File, fg bool) {
 	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
-		return nil
+		return nil, false
 	}
-	if fg, err := foregroundOf(int(tty.Fd())); err != nil || fg != syscall.Getpgrp() {
-		tty.Close()
-		return nil
-	}
-	return tty
+	pg, err := foregroundOf(int(tty.Fd()))
+	return tty, err == nil && pg == syscall.Getpgrp()
 }

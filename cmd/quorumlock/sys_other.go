@@ -18,4 +18,4 @@ func setSubreaper() {}
 func setForeground(int, int) error { return errors.ErrUnsupported }
 
 // controllingTerminal returns nil: runs here never take the terminal.
-func controllingTerminal() *os.File { return nil }
+func controllingTerminal() (*os.File, bool) { return nil, false }
