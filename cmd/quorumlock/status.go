@@ -133,7 +133,14 @@ TTL, its number of holds and the fencing counter (the last token the node
 issued); the readers whose lease has not ended (run --read); whether the
 node answered; and whether a majority of nodes holds the same owner, which
 is when the lock is held. Readers count as holding K when a majority of
-nodes has them.
+nodes has them (the key is then "shared"). When fewer than a majority
+answered, whether K is held and how many read it is "unknown" (in --json,
+held and readers are then the string "unknown").
+
+It also shows each master's uptime (UP) against the restart guard
+(--restart-guard; run's default is its --ttl) and whether 'quorumlock
+trust' vouched for it (GUARD: counts, vouched, or how long until it counts),
+and when a majority of masters will count for a new lock.
 
 With --limit N, also show the semaphore of name K that run --limit N
 holds: the limit its holders were granted with and the waiters in line on
