@@ -98,7 +98,7 @@ func TestRunWaitIsABoundWithHungMasters(t *testing.T) {
 	lab, nodes := startLab(t, 5)
 	lab.RequireControl(t)
 	holdLock(t, lab, "hung")
-	const slack = time.Second // process start and exit, a race-enabled binary on a loaded machine
+	const slack = 2 * time.Second // process start and exit, a race-enabled binary on a loaded machine
 	cases := []struct {
 		name   string
 		paused []int

@@ -69,7 +69,10 @@ func startShell(t *testing.T) *shell {
 		cmd: exec.Command("bash", "--norc", "--noprofile", "-i")}
 	sh.cmd.Stdin, sh.cmd.Stdout, sh.cmd.Stderr = slave, slave, slave
 	sh.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	dir := binary(t)[:strings.LastIndex(binary(t), "/")]
+	dir := t.TempDir() // quorumlock first in $PATH, whatever the binary's name
+	if err := os.Symlink(binary(t), dir+"/quorumlock"); err != nil {
+		t.Fatal(err)
+	}
 	sh.cmd.Env = append(os.Environ(), "PS1=$ ", "TERM=dumb", "PATH="+dir+":"+os.Getenv("PATH"), envNodes+"=",
 		"GORACE=atexit_sleep_ms=50")
 	if err := sh.cmd.Start(); err != nil {
@@ -113,7 +116,8 @@ func (sh *shell) await(t *testing.T, d time.Duration, want string) {
 	deadline := time.Now().Add(d)
 	for !strings.Contains(sh.out.String(), want) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the terminal did not show %q within %v; it shows:\n%s", want, d, sh.out.String())
+			ps, _ := exec.Command("ps", "-o", "pid,ppid,pgid,tpgid,stat,args", "-s", fmt.Sprint(sh.cmd.Process.Pid)).CombinedOutput()
+			t.Fatalf("the terminal did not show %q within %v; it shows:\n%s\nits session:\n%s", want, d, sh.out.String(), ps)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
