@@ -79,6 +79,10 @@ func startCommand(fg bool, path string, argv []string) (int, error) {
 		attr.Sys.Ctty = keeperTTYFD
 	}
 	p, err := os.StartProcess(path, argv, attr)
+	if fg && errors.Is(err, syscall.ENOTTY) { // the terminal went away: run without it
+		attr.Sys.Foreground = false
+		p, err = os.StartProcess(path, argv, attr)
+	}
 	if errors.Is(err, syscall.ENOEXEC) {
 		p, err = os.StartProcess("/bin/sh", append([]string{argv[0], path}, argv[1:]...), attr)
 	}

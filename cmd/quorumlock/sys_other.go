@@ -19,3 +19,6 @@ func setForeground(int, int) error { return errors.ErrUnsupported }
 
 // controllingTerminal returns nil: runs here never take the terminal.
 func controllingTerminal() (*os.File, bool) { return nil, false }
+
+// foregroundOf is not supported here.
+func foregroundOf(int) (int, error) { return 0, errors.ErrUnsupported }
