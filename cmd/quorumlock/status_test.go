@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -64,7 +65,7 @@ func TestStatusJSON(t *testing.T) {
 		t.Errorf("one node down: status %d, %+v; want 0, still held, node %d unreachable with an error", code, st, spare+1)
 	}
 	lab.Kill(t, (spare+1)%3)
-	// One node of three answered, and it does not hold the lock: whether a
+	// One node of three answered, whatever it holds: whether a
 	// majority holds it, or has readers, is unknown — not false, not 0.
 	code, stdout, _ := inProcess("status", "--nodes", nodes, "--key", "jobs", "--json")
 	for _, want := range []string{`"held": "unknown"`, `"state": "unknown"`, `"readers": "unknown"`} {
@@ -284,5 +285,27 @@ func TestStatusErrorAfterNil(t *testing.T) {
 	code, st := statusJSON(t, nodes, "odd")
 	if n := st.Nodes[2]; code != 0 || n.Reachable || !strings.Contains(n.Error, "WRONGTYPE") || st.Reachable != 2 {
 		t.Errorf("status %d, node 3 %+v, %d reachable; want 0, node 3 with the WRONGTYPE error, 2 reachable", code, n, st.Reachable)
+	}
+}
+
+// status shows each master's age against the restart guard, and whether
+// trust vouched for it: brand-new masters are not counted yet.
+func TestStatusShowsTheRestartGuard(t *testing.T) {
+	lab := redislab.Start(t, 3) // not vouched for
+	nodes := strings.Join(lab.Addrs(), ",")
+	code, stdout, _ := inProcess("status", "--nodes", nodes, "--key", "g", "--restart-guard", "1h")
+	if code != 0 || !strings.Contains(stdout, "only 0 of 3 masters count yet") || !strings.Contains(stdout, "quorumlock trust") ||
+		!regexp.MustCompile(`\d+m\d+s left`).MatchString(stdout) {
+		t.Errorf("status %d on new masters, guard 1h; want each one's time left and what to do:\n%s", code, stdout)
+	}
+	lab.Trust(t, redlock.TrustStart)
+	code, st := statusJSON(t, nodes, "g", "--restart-guard", "1h")
+	for i, n := range st.Nodes {
+		if !n.Vouched || n.GuardLeftMillis != 0 || n.RunID == "" {
+			t.Errorf("node %d after trust: %+v; want vouched, nothing left", i, n.masterAge)
+		}
+	}
+	if code != 0 || st.Guard == nil || st.Guard.Counted != 3 || st.Guard.WaitMillis != 0 {
+		t.Errorf("status %d, guard %+v after trust; want 3 counted, no wait", code, st.Guard)
 	}
 }
