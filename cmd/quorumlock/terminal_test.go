@@ -80,3 +80,31 @@ func fileSize(path string) int64 {
 	}
 	return fi.Size()
 }
+
+// Continued while its lease lasts, the job goes on under the same lock.
+func TestRunCtrlZThenFgGoesOn(t *testing.T) {
+	lab, nodes := startLab(t, 3)
+	ticks := t.TempDir() + "/ticks"
+	sh := startShell(t)
+	sh.typeIn(t, fmt.Sprintf(`quorumlock run --nodes %s --key fg --ttl 30s --node-timeout 200ms -- sh -c 'echo "sh=$$"; while :; do echo x >> %s; sleep 0.2; done'`+"\n", nodes, ticks))
+	testkit.Eventually(t, 20*time.Second, "the command to tick", func() bool { return fileSize(ticks) > 0 })
+	cmd := pidOf(t, sh.out.String(), "sh")
+	sh.typeIn(t, "\x1a")
+	sh.await(t, 10*time.Second, "Stopped")
+	if !stopped(cmd) {
+		t.Errorf("the shell reports the job stopped, but its command %d runs on", cmd)
+	}
+	stoppedAt := fileSize(ticks)
+	owner := heldBy(t, lab, "fg")
+	if owner == "" {
+		t.Fatal("the lock is not held while the job is stopped within its lease")
+	}
+	sh.typeIn(t, "fg\n")
+	testkit.Eventually(t, 10*time.Second, "the command to tick again after fg", func() bool { return fileSize(ticks) > stoppedAt })
+	if got := heldBy(t, lab, "fg"); got != owner {
+		t.Errorf("after fg the lock is held by %q, want the same owner %q", got, owner)
+	}
+	sh.typeIn(t, "\x03")
+	sh.typeIn(t, `echo "st""atus=$?"`+"\n")
+	sh.await(t, 10*time.Second, "status=130")
+}
