@@ -27,7 +27,8 @@ import (
 )
 
 // Exit statuses of quorumlock itself. run otherwise exits with CMD's own
-// status (128+N when CMD died of signal N), as a shell does.
+// status (128+N when CMD died of signal N), as a shell does, or dies of
+// CMD's signal (SIGINT, SIGTERM, SIGHUP, SIGPIPE) once the lock is released.
 const (
 	exitOK           = 0
 	exitFailure      = 1   // demo: a check failed (oversell, overlap, lost update)
