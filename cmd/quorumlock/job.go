@@ -127,14 +127,15 @@ func (j *job) end(ev keeperEvent) {
 func (j *job) kill(sig syscall.Signal) { syscall.Kill(-j.pgid, sig) }
 
 // forward passes sig on to CMD's group, and continues it if CMD is stopped
-// (as a shell's kill does), so that the signal acts now.
+// (as a shell's kill does) or has exited (what is left of the group may
+// be stopped), so that the signal acts now.
 func (j *job) forward(sig os.Signal) {
 	s, ok := sig.(syscall.Signal)
 	if !ok {
 		return
 	}
 	j.kill(s)
-	if stopped(j.pgid) {
+	if j.ended || stopped(j.pgid) {
 		j.kill(syscall.SIGCONT)
 	}
 }
