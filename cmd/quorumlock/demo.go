@@ -129,9 +129,9 @@ func (d *demoRun) setUp() (cleanup func(), err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	defer cancel()
 	if err := d.store.reset(ctx, d.stock); err != nil {
-		return cleanup, fmt.Errorf("store on %s: %w", storeAddr, err)
+		return cleanup, fmt.Errorf("store on %s: %w", redactAddr(storeAddr), err)
 	}
-	d.conns.warm(ctx)
+	d.conns.warm(ctx, warmTimeout)
 	return cleanup, nil
 }
 
@@ -148,7 +148,7 @@ func (d *demoRun) startNodes(undo *[]func()) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		d.progress("%d nodes from --nodes; the stock is kept on %s", len(addrs), addrs[0])
+		d.progress("%d nodes from --nodes; the stock is kept on %s", len(addrs), redactAddr(addrs[0]))
 		return addrs[0], nil
 	}
 	emb, err := startEmbedded(embeddedNodes + 1) // the last one is the store

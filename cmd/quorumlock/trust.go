@@ -55,7 +55,7 @@ func (c *cli) trust(args []string) int {
 		g.Go(func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 			defer cancel()
-			vouches[i] = vouchFor(ctx, addrs[i], rdb)
+			vouches[i] = vouchFor(ctx, redactAddr(addrs[i]), rdb)
 			return vouches[i].err
 		})
 	}
