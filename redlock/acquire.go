@@ -35,7 +35,7 @@ func (c *Client) tryLock(ctx context.Context, keys []string, opts []Option, kind
 func (a *acquisition) tryOnce(ctx context.Context, attempt func(context.Context, *waiting) (*Lock, time.Duration, error)) (*Lock, error) {
 	defer a.c.end()
 	if err := ctx.Err(); err != nil {
-		return nil, errors.Join(err, ErrNotObtained)
+		return nil, a.stopped(ctx, err, ErrNotObtained)
 	}
 	ctx, done := a.c.observe(ctx, &a.cfg, a.key, false)
 	l, _, err := attempt(ctx, &waiting{})
@@ -86,7 +86,7 @@ func (a *acquisition) waitFor(ctx context.Context, wait func(context.Context) (*
 	defer a.c.end()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, a.cfg.maxWait)
+		ctx, cancel = context.WithTimeoutCause(ctx, a.cfg.maxWait, errMaxWait(a.cfg.maxWait))
 		defer cancel()
 	}
 	ctx, done := a.c.observe(ctx, &a.cfg, a.key, true)
@@ -112,13 +112,15 @@ func (a *acquisition) waitWith(ctx context.Context, channels []string, try func(
 	var last error = ErrNotObtained
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, a.giveUp(ctx, w, errors.Join(err, last))
+			return nil, a.giveUp(ctx, w, a.stopped(ctx, err, last))
 		}
 		l, hint, err := try(ctx, w)
 		if err == nil { // the holder keeps its place in line until Unlock takes it out
 			return l, nil
 		}
-		if !errors.Is(err, ErrNotObtained) {
+		// Waiting cannot help an attempt that failed for another reason
+		// than the quorum, nor one that too many nodes fail for good.
+		if !errors.Is(err, ErrNotObtained) || hopeless(err) {
 			return nil, a.giveUp(ctx, w, err)
 		}
 		last = err
@@ -133,7 +135,7 @@ func (a *acquisition) waitWith(ctx context.Context, channels []string, try func(
 			delay = hint
 		}
 		if err := c.sleep(ctx, cfg.clock, delay, wake); err != nil {
-			return nil, a.giveUp(ctx, w, errors.Join(err, last))
+			return nil, a.giveUp(ctx, w, a.stopped(ctx, err, last))
 		}
 	}
 }

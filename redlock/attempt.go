@@ -161,6 +161,7 @@ func (a *acquisition) perNode(base *scriptCall) []*scriptCall {
 // remaining lease.
 func (a *acquisition) vote(n, per int, reply []any, err error) quorum.Vote[[]int64] {
 	c, cfg, keys := a.c, &a.cfg, per
+	c.nodes[n].cause.record(err)
 	if err != nil {
 		return quorum.Vote[[]int64]{Outcome: quorum.Failed, Err: err}
 	}

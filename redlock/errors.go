@@ -128,9 +128,11 @@ func (e *QuorumError) Error() string {
 	fmt.Fprintf(&b, ", need %d", e.Need)
 	for _, v := range e.Votes {
 		if v.Err != nil {
-			fmt.Fprintf(&b, "; node %d (%s): %v", v.Node, v.Addr, v.Err)
+			fmt.Fprintf(&b, "; node %d (%s): %s", v.Node, v.Addr, oneLine(v.Err.Error()))
 		}
 	}
+	b.WriteString(guardWait(e))
+	b.WriteString(hopelessNote(e))
 	return b.String()
 }
 
@@ -153,7 +155,7 @@ func quorumError[T any](c *Client, op, key string, sentinel error, t *quorum.Tal
 	e := &QuorumError{Op: op, Key: key, Err: sentinel, Granted: t.Count(quorum.Granted), Need: t.Need,
 		Votes: make([]NodeVote, len(t.Votes))}
 	for i, v := range t.Votes {
-		e.Votes[i] = NodeVote{Node: i, Addr: c.nodes[i].addr, Outcome: v.Outcome, Err: v.Err}
+		e.Votes[i] = NodeVote{Node: i, Addr: c.nodes[i].addr, Outcome: v.Outcome, Err: c.explain(i, v.Err)}
 	}
 	return e
 }
