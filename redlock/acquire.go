@@ -23,7 +23,7 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock
 
 // tryLock is TryLock of every key of keys at once, for a holding of kind.
 func (c *Client) tryLock(ctx context.Context, keys []string, opts []Option, kind holdKind) (*Lock, error) {
-	a, err := c.newAcquisition(keys, opts, kind)
+	a, err := c.newAcquisition(ctx, keys, opts, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, e
 
 // lock is Lock of every key of keys at once, for a holding of kind.
 func (c *Client) lock(ctx context.Context, keys []string, opts []Option, kind holdKind) (*Lock, error) {
-	a, err := c.newAcquisition(keys, opts, kind)
+	a, err := c.newAcquisition(ctx, keys, opts, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -198,9 +198,12 @@ func (id identity) waiter() string {
 	return id.owner
 }
 
-// enter checks keys and applies opts over the Client's defaults, then
-// counts the call in flight; on success the caller must call c.end.
-func (c *Client) enter(keys []string, opts []Option) (config, error) {
+// enter checks ctx and keys and applies opts over the Client's defaults,
+// then counts the call in flight; on success the caller must call c.end.
+func (c *Client) enter(ctx context.Context, keys []string, opts []Option) (config, error) {
+	if ctx == nil {
+		return config{}, errNilContext
+	}
 	if err := c.checkKeys(keys); err != nil {
 		return config{}, err
 	}

@@ -47,14 +47,24 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 //
 // fn does not run if l has ended already: Run returns ErrNotHeld after
 // Unlock, and for a lost l releases what is left of it and returns why it
-// ended. A nil fn is refused with ErrInvalid, and l is left as it was.
+// ended. A nil ctx or fn is refused with ErrInvalid, and l is left as it
+// was.
+//
+// Once Run has released l, an Unlock of l returns nil: the habit of
+//
+//	defer l.Unlock(ctx)
+//
+// right after acquiring is harmless when l is then handed to Run.
 func (l *Lock) Run(ctx context.Context, fn func(ctx context.Context) error) (err error) {
-	if fn == nil {
+	switch {
+	case ctx == nil:
+		return errNilContext
+	case fn == nil:
 		return invalid("nil function")
 	}
 	if ended := l.Err(); ended != nil {
 		if !errors.Is(ended, ErrNotHeld) {
-			l.Unlock(context.WithoutCancel(ctx)) // the nodes that still hold it
+			l.unlockForRun(context.WithoutCancel(ctx)) // the nodes that still hold it
 		}
 		return ended
 	}
@@ -66,11 +76,31 @@ func (l *Lock) Run(ctx context.Context, fn func(ctx context.Context) error) (err
 		// A loss, or a Client closed under fn, means the work may have
 		// overlapped another holder's: say so. A release that too few nodes
 		// confirmed is not: the hold expires with its TTL.
-		if uerr := l.Unlock(context.WithoutCancel(ctx)); errors.Is(uerr, ErrLockLost) || errors.Is(uerr, ErrClosed) {
+		if uerr := l.unlockForRun(context.WithoutCancel(ctx)); errors.Is(uerr, ErrLockLost) || errors.Is(uerr, ErrClosed) {
 			err = errors.Join(err, uerr)
 		}
 	}()
 	return fn(fctx)
+}
+
+// unlockForRun is Run's Unlock of l: once it ran, a caller's own Unlock of
+// l (a deferred one, by habit) returns nil instead of ErrNotHeld.
+func (l *Lock) unlockForRun(ctx context.Context) error {
+	l.mu.Lock()
+	l.byRun = true
+	l.mu.Unlock()
+	return l.Unlock(ctx)
+}
+
+// againErr is the error of an Unlock of a lock already released: nil if
+// Run released it, else ErrNotHeld.
+func (l *Lock) againErr() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byRun {
+		return nil
+	}
+	return ErrNotHeld
 }
 
 type lockKey struct{}

@@ -57,6 +57,9 @@ var (
 	ErrInvalid = errors.New("redlock: invalid argument")
 )
 
+// errNilContext refuses a nil context.Context, at every call that takes one.
+var errNilContext = invalid("nil context.Context")
+
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
