@@ -164,7 +164,7 @@ func (a *acquisition) vote(n, per int, reply []any, err error) quorum.Vote[[]int
 	c, cfg, keys := a.c, &a.cfg, per
 	c.nodes[n].cause.record(err)
 	if err != nil {
-		return quorum.Vote[[]int64]{Outcome: quorum.Failed, Err: err}
+		return quorum.Vote[[]int64]{Outcome: quorum.Failed, Err: replicaError(err)}
 	}
 	granted, ok1 := replyInt(reply, 0)
 	first, ok := replyInt(reply, 1)

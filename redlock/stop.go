@@ -83,6 +83,16 @@ func lasting(err error) bool {
 	return errors.As(err, &re) && redis.HasErrorPrefix(re, "NOPERM")
 }
 
+// replicaError returns err, a node's error, as ErrReplica's when the node
+// refused a write for being a replica (READONLY).
+func replicaError(err error) error {
+	var re redis.Error
+	if errors.As(err, &re) && redis.HasErrorPrefix(re, "READONLY") {
+		return fmt.Errorf("%w: %s", ErrReplica, oneLine(re.Error()))
+	}
+	return err
+}
+
 // hopeless reports whether the failed attempt err can never be followed by
 // one that wins, however long the caller waits: so many nodes fail for a
 // lasting reason (see lasting) that the others cannot make a majority.
