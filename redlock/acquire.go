@@ -66,7 +66,11 @@ func (c *Client) observe(ctx context.Context, cfg *config, key string, wait bool
 //
 // When Lock gives up, the error matches ErrNotObtained and ctx.Err() (or
 // context.DeadlineExceeded after the maximum wait), and errors.As gives the
-// last attempt's *QuorumError.
+// last attempt's *QuorumError. Lock does not wait when waiting cannot help:
+// an attempt in which so many nodes fail for a lasting reason
+// (ErrStartUnknown, ErrReplica, NOPERM) that the others cannot make a
+// majority is returned at once; so is ErrClosed, and bad input
+// (ErrInvalid) is refused before anything is sent.
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	return c.lock(ctx, []string{key}, opts, writer)
 }

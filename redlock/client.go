@@ -39,7 +39,9 @@ type Client struct {
 //
 // New refuses, with an error matching ErrInvalid: no nodes, a nil node, the
 // same client or the same address twice, and invalid options. It sends
-// nothing to the nodes.
+// nothing to the nodes. An even number of nodes is accepted, with a warning
+// through WithLogger's logger: 2 nodes tolerate no failure (the majority is
+// both), 4 tolerate one, as 3 do.
 func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, invalid("no nodes")

@@ -9,10 +9,11 @@ import (
 )
 
 var (
-	// ErrNotObtained is returned by Lock, TryLock and Do when no majority of
-	// nodes granted the lock within its validity. errors.As gives the
-	// *QuorumError with each node's vote; when Lock gave up because its
-	// context ended, the error also matches ctx.Err().
+	// ErrNotObtained is returned by Lock, TryLock and Do (and the other
+	// acquisitions) when no majority of nodes granted the lock within its
+	// validity. errors.As gives the *QuorumError with each node's vote; when
+	// Lock gave up because its context ended, the error also matches
+	// ctx.Err(), on one line.
 	ErrNotObtained = errors.New("redlock: lock not obtained")
 
 	// ErrLockLost is returned by Extend and Unlock, and set as Err() and
@@ -52,8 +53,9 @@ var (
 	// detection off, asked (ROLE) at the first acquisition on it.
 	ErrReplica = errors.New("redlock: node is a replica, not a master")
 
-	// ErrInvalid is matched by every error that refuses bad input to New,
-	// Lock, TryLock or Do; nothing is changed and nothing is sent.
+	// ErrInvalid is matched by every error that refuses bad input to New or
+	// to a call — a nil ctx, a bad key, more than MaxKeys keys, an option out
+	// of range or above MaxDuration; nothing is changed and nothing is sent.
 	ErrInvalid = errors.New("redlock: invalid argument")
 )
 

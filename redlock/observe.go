@@ -14,6 +14,14 @@ import (
 // be fast, must not block, and must be safe for concurrent use. A Client
 // without observers (the default) pays one nil check per event.
 //
+// A panic in any method is recovered: it is logged at Error through the
+// loggers of WithLogger among the event's observers (through
+// slog.Default() if there is none), that observer misses the event —
+// AcquireStart's context is then the one it was given — and the library
+// goes on as if the method had returned: the acquisition returns its Lock
+// or error, renewal, loss and release run, Close returns. A panic is
+// still a bug of the observer: fix it.
+//
 // Every method gets the context its event belongs to, so that an observer
 // needs no state of its own to tie events together:
 //   - AcquireStart gets the caller's; the context it returns is the

@@ -42,7 +42,8 @@ const (
 
 // An Option configures a Client (as a default for all its locks, when given
 // to New) or one acquisition (when given to Lock, TryLock or Do). Options are
-// checked when used: a bad value makes that call fail with ErrInvalid.
+// checked when used: a bad value makes that call fail with ErrInvalid — a
+// duration above MaxDuration included.
 // WithObserver and WithLogger given to one call add to the Client's
 // observers, for that acquisition and its Lock; WithClock is an option of
 // New only.
@@ -75,12 +76,14 @@ func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor 
 func WithAutoRenew(on bool) Option { return func(c *config) { c.autoRenew = on } }
 
 // WithMaxWait bounds how long Lock and Do wait when their context has no
-// deadline. Default DefaultMaxWait.
+// deadline; the error then matches context.DeadlineExceeded and says that
+// the maximum wait ran out. At most MaxDuration. Default DefaultMaxWait.
 func WithMaxWait(d time.Duration) Option { return func(c *config) { c.maxWait = d } }
 
 // WithRetryDelay sets the bounds of the randomized exponential backoff
-// between acquisition attempts in Lock and Do. Default DefaultRetryMin and
-// DefaultRetryMax.
+// between acquisition attempts in Lock and Do: 0 < min ≤ max ≤ MaxDuration
+// (a waiter's place in line is leased for 5·max + the node timeout).
+// Default DefaultRetryMin and DefaultRetryMax.
 func WithRetryDelay(min, max time.Duration) Option {
 	return func(c *config) { c.retryMin, c.retryMax = min, max }
 }
