@@ -214,9 +214,10 @@ type slogObserver struct {
 }
 
 // AcquireDone logs a failed acquisition: at Debug when one attempt was
-// refused (a contended TryLock: leaders polling in a loop would flood the
-// log), at Warn when the masters themselves make it fail for good (see
-// hopeless), at Info otherwise — a wait that gave up, a closed Client.
+// refused because others hold the key, every node answering (a contended
+// TryLock: leaders polling in a loop would flood the log), at Warn when the
+// masters themselves make it fail for good (see hopeless), at Info
+// otherwise — failed nodes, a wait that gave up, a closed Client.
 func (s slogObserver) AcquireDone(ctx context.Context, key string, _ *Lock, took time.Duration, err error) {
 	if err == nil || errors.Is(err, ErrInvalid) {
 		return
@@ -226,7 +227,7 @@ func (s slogObserver) AcquireDone(ctx context.Context, key string, _ *Lock, took
 	switch {
 	case hopeless(err):
 		level = slog.LevelWarn
-	case errors.Is(err, ErrNotObtained) && !errors.As(err, &stop):
+	case contended(err) && !errors.As(err, &stop):
 		level = slog.LevelDebug
 	}
 	s.log.LogAttrs(ctx, level, "redlock: lock not obtained", slog.String("key", key),

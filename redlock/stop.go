@@ -115,6 +115,21 @@ func lastingFailures(q *QuorumError) int {
 	return n
 }
 
+// contended reports whether err is one attempt's refusal in which no node
+// failed: the key is held, or others wait for it.
+func contended(err error) bool {
+	var q *QuorumError
+	if !errors.As(err, &q) || !errors.Is(q.Err, ErrNotObtained) {
+		return false
+	}
+	for _, v := range q.Votes {
+		if v.Outcome == Failed {
+			return false
+		}
+	}
+	return true
+}
+
 // hopelessNote says, for a *QuorumError that no wait can turn into a
 // success (see hopeless), why Lock returned at once; else "".
 func hopelessNote(q *QuorumError) string {
