@@ -88,7 +88,7 @@ func lasting(err error) bool {
 func replicaError(err error) error {
 	var re redis.Error
 	if errors.As(err, &re) && redis.HasErrorPrefix(re, "READONLY") {
-		return fmt.Errorf("%w: %s", ErrReplica, oneLine(re.Error()))
+		return fmt.Errorf("%w: %w", ErrReplica, err)
 	}
 	return err
 }
