@@ -14,8 +14,8 @@ import (
 // any kind.
 //
 // Do returns Lock's error if the lock was not obtained, fn's error otherwise,
-// joined with ErrLockLost if the lock was lost before fn returned or Unlock
-// found it gone (or ErrClosed if the Client closed meanwhile). A release
+// joined with ErrLockLost — one line, starting with ErrLockLost's, matching
+// both — if the lock was lost before fn returned or Unlock found it gone (or ErrClosed if the Client closed meanwhile). A release
 // that too few nodes confirmed is not an error of Do: the lock then expires
 // with its TTL. If fn panics, the lock is released and the panic goes on.
 func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) error {
@@ -77,7 +77,7 @@ func (l *Lock) Run(ctx context.Context, fn func(ctx context.Context) error) (err
 		// overlapped another holder's: say so. A release that too few nodes
 		// confirmed is not: the hold expires with its TTL.
 		if uerr := l.unlockForRun(context.WithoutCancel(ctx)); errors.Is(uerr, ErrLockLost) || errors.Is(uerr, ErrClosed) {
-			err = errors.Join(err, uerr)
+			err = endedUnder(err, uerr)
 		}
 	}()
 	return fn(fctx)
@@ -102,6 +102,24 @@ func (l *Lock) againErr() error {
 	}
 	return ErrNotHeld
 }
+
+// endedUnder returns the error of a Run whose fn returned fnErr while its
+// hold ended for cause (ErrLockLost or ErrClosed): cause if fn returned
+// nil, else one line starting with cause's and matching both.
+func endedUnder(fnErr, cause error) error {
+	if fnErr == nil {
+		return cause
+	}
+	return &runError{fn: fnErr, cause: cause}
+}
+
+// A runError is a Run's fn error under a hold that ended meanwhile.
+type runError struct{ fn, cause error }
+
+func (e *runError) Error() string {
+	return oneLine(e.cause.Error()) + " while the function ran; it returned: " + oneLine(e.fn.Error())
+}
+func (e *runError) Unwrap() []error { return []error{e.fn, e.cause} }
 
 type lockKey struct{}
 

@@ -227,3 +227,25 @@ func TestYoungMajoritySaysHowLong(t *testing.T) {
 		}
 	}
 }
+
+// A Do whose lock was lost under fn returns one line starting with
+// "redlock:" that matches both ErrLockLost and fn's error — here the
+// cancellation of fn's ctx.
+func TestDoLossIsOneLine(t *testing.T) {
+	l := redislab.Start(t, 3)
+	l.RequireControl(t)
+	l.Trust(t, redlock.TrustStart)
+	c := newClient(t, l.Clients(t, failFast), redlock.WithTTL(900*time.Millisecond))
+	ctx := ctxFor(t, 30*time.Second)
+	err := c.Do(ctx, "k", func(ctx context.Context) error {
+		l.Kill(t, 1, 2)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	switch {
+	case !errors.Is(err, redlock.ErrLockLost) || !errors.Is(err, context.Canceled):
+		t.Errorf("Do = %v, want ErrLockLost and fn's context.Canceled", err)
+	case strings.Contains(err.Error(), "\n") || !strings.HasPrefix(err.Error(), "redlock: "):
+		t.Errorf("Do error %q, want one line starting with redlock:", err)
+	}
+}
