@@ -249,3 +249,37 @@ func TestDoLossIsOneLine(t *testing.T) {
 		t.Errorf("Do error %q, want one line starting with redlock:", err)
 	}
 }
+
+// Close makes a waiting Lock return at once, with one line matching
+// ErrClosed and ErrNotObtained; later calls return ErrClosed without
+// waiting.
+func TestCloseEndsAWaitInOneLine(t *testing.T) {
+	c, nodes, _ := lab(t, 3)
+	ctx := ctxFor(t, 30*time.Second)
+	held, err := c.Lock(ctx, "k")
+	if err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.Lock(context.Background(), "k")
+		got <- err
+	}()
+	eventually(t, 5*time.Second, "the waiter in line", func() bool { return inLine(t, nodes, "k", "") == len(nodes) })
+	c.Close()
+	select {
+	case err := <-got:
+		if !errors.Is(err, redlock.ErrClosed) || strings.Contains(err.Error(), "\n") || !strings.HasPrefix(err.Error(), "redlock: ") {
+			t.Errorf("waiting Lock after Close = %q, want one line matching ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a waiting Lock did not return within 5 s of Close")
+	}
+	start := time.Now()
+	if _, err := c.Lock(context.Background(), "k"); !errors.Is(err, redlock.ErrClosed) || time.Since(start) > time.Second {
+		t.Errorf("Lock after Close = %v after %v, want ErrClosed at once", err, time.Since(start))
+	}
+	if !errors.Is(held.Err(), redlock.ErrClosed) {
+		t.Errorf("the held lock's Err after Close = %v, want ErrClosed", held.Err())
+	}
+}
