@@ -152,3 +152,23 @@ func exercise(t *testing.T, c *redlock.Client, l *redislab.Lab, nodes []redis.Un
 		return countHeld(t, nodes[:2], "k") == 0
 	})
 }
+
+// Without WithLogger, an Observer's panic is logged through slog.Default().
+func TestPanickingObserverWithoutLoggerUsesDefault(t *testing.T) {
+	var buf testkit.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewJSONHandler(&buf, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	c, _, _ := lab(t, 3, redlock.WithObserver(panicky{method: "AcquireDone"}))
+	ctx := ctxFor(t, 10*time.Second)
+	held, err := c.TryLock(ctx, "k")
+	if err != nil {
+		t.Fatalf("TryLock: %v", err)
+	}
+	if err := held.Unlock(ctx); err != nil {
+		t.Errorf("Unlock: %v", err)
+	}
+	if got := buf.String(); !strings.Contains(got, `"level":"ERROR","msg":"redlock: an Observer panicked`) || !strings.Contains(got, "observer bug in AcquireDone") {
+		t.Errorf("slog.Default() got %q, want the recovered panic at Error", got)
+	}
+}
