@@ -34,6 +34,7 @@ const (
 type Pipe struct {
 	rdb         redis.UniversalClient
 	maxInFlight int
+	maxOverdue  int
 	idleTimeout time.Duration
 	lateWindow  time.Duration
 
@@ -42,14 +43,15 @@ type Pipe struct {
 
 	mu      sync.Mutex
 	queue   []*call // calls waiting for the next batch, in arrival order
-	senders int     // sending goroutines running, at most maxInFlight
+	senders int     // sending goroutines holding a slot, at most maxInFlight
 	parked  int     // senders waiting for work and not yet promised a token
+	overdue int     // senders whose overdue batch gave up its slot, at most maxOverdue
 	closed  bool
 
 	wg sync.WaitGroup // senders and late callbacks
 
-	calls, batches, sent, skipped, late atomic.Uint64
-	inFlight                            atomic.Int64
+	calls, batches, sent, skipped, late, overdueBatches atomic.Uint64
+	inFlight                                            atomic.Int64
 }
 
 // An Option changes a Pipe's settings in New.
@@ -92,7 +94,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Pipe {
 	if rdb == nil {
 		panic("autopipe: New needs a client")
 	}
-	p := &Pipe{rdb: rdb, maxInFlight: DefaultMaxInFlight, idleTimeout: DefaultIdleTimeout, lateWindow: DefaultLateWindow, done: make(chan struct{})}
+	p := &Pipe{rdb: rdb, maxInFlight: DefaultMaxInFlight, maxOverdue: DefaultMaxOverdue, idleTimeout: DefaultIdleTimeout, lateWindow: DefaultLateWindow, done: make(chan struct{})}
 	for _, opt := range opts {
 		opt(p)
 	}
@@ -139,6 +141,7 @@ type Stats struct {
 	Sent     uint64 // commands written in those batches
 	Skipped  uint64 // commands not sent: ctx ended before their batch formed, or Close
 	Late     uint64 // outcomes that came after their caller had stopped waiting
+	Overdue  uint64 // batches that outlived their callers and let the next go past
 	Queued   int    // commands waiting for the next batch now
 	InFlight int    // batches in flight now
 }
@@ -155,6 +158,7 @@ func (p *Pipe) Stats() Stats {
 		Sent:     p.sent.Load(),
 		Skipped:  p.skipped.Load(),
 		Late:     p.late.Load(),
+		Overdue:  p.overdueBatches.Load(),
 		Queued:   queued,
 		InFlight: int(p.inFlight.Load()),
 	}
