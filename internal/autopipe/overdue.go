@@ -4,7 +4,7 @@ import "time"
 
 // DefaultMaxOverdue is how many overdue batches (see WithMaxOverdue) a Pipe
 // lets run beside the ones holding its MaxInFlight slots.
-const DefaultMaxOverdue = 4
+const DefaultMaxOverdue = 8
 
 // WithMaxOverdue sets how many overdue batches may run at once beside the
 // MaxInFlight others (default DefaultMaxOverdue): a batch is overdue once

@@ -1,0 +1,108 @@
+package redlock
+
+import (
+	"context"
+	"net"
+	"reflect"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/autopipe"
+)
+
+// ownPoolSize is the connection pool of each of the library's own clients:
+// one batch in flight, autopipe.DefaultMaxOverdue overdue ones, and ROLE.
+const ownPoolSize = 2 + autopipe.DefaultMaxOverdue
+
+// lateWindow is how long after a call's node timeout the library still
+// reads its reply (to undo a late grant) before it drops the connection:
+// four node timeouts, at most autopipe.DefaultLateWindow (250 ms). Every
+// wait on a node ends by the node timeout plus this window.
+func lateWindow(nodeTimeout time.Duration) time.Duration {
+	return min(4*nodeTimeout, autopipe.DefaultLateWindow)
+}
+
+// socketBound bounds each socket operation of the library's own clients
+// that has no tighter deadline of its own — a dial, a pub/sub handshake —
+// and is the read and write timeout behind every context: half a second,
+// or two node timeouts plus their late windows if that is longer.
+func socketBound(nodeTimeout time.Duration) time.Duration {
+	return max(500*time.Millisecond, 2*(nodeTimeout+lateWindow(nodeTimeout)))
+}
+
+// ownClient returns the library's own client to the server(s) rdb talks
+// to, built from rdb's options — address, credentials, TLS, Dialer, DB,
+// protocol, OnConnect kept — so that every read is cut at its context's
+// deadline (ContextTimeoutEnabled) and its connection dropped, nothing is
+// retried (a batch re-sent by go-redis could run twice and would hold up
+// the calls behind it), and every dial, read and write is bounded by
+// bound. It returns nil for a client type it cannot rebuild (a caller's
+// own UniversalClient), which the library then uses as it is.
+func ownClient(rdb redis.UniversalClient, bound time.Duration) redis.UniversalClient {
+	switch r := rdb.(type) {
+	case *redis.Client:
+		o := *r.Options()
+		if o.MaintNotificationsConfig != nil {
+			mn := *o.MaintNotificationsConfig
+			o.MaintNotificationsConfig = &mn
+		}
+		// Client-side caching would share the caller's cache: the library
+		// reads nothing it could cache.
+		o.ClientSideCache, o.ClientSideCacheConfig = nil, nil
+		o.PushNotificationProcessor = nil // the caller's has its handlers already
+		o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = bound, bound, bound, bound
+		o.PoolSize, o.PipelinePoolSize, o.MaxConcurrentDials = ownPoolSize, ownPoolSize, 0
+		o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns = 0, 0, 0
+		if isDefaultDialer(o.Dialer) {
+			o.Dialer = nil // NewClient makes one for o: bounded, TLS included
+		}
+		o.Dialer = boundDialer(o.Dialer, bound)
+		return redis.NewClient(&o)
+	case *redis.ClusterClient:
+		o := *r.Options()
+		if o.MaintNotificationsConfig != nil {
+			mn := *o.MaintNotificationsConfig
+			o.MaintNotificationsConfig = &mn
+		}
+		o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = bound, bound, bound, bound
+		o.PoolSize, o.PipelinePoolSize, o.MaxConcurrentDials = ownPoolSize, ownPoolSize, 0
+		o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns = 0, 0, 0
+		o.Dialer = boundDialer(o.Dialer, bound)
+		o.PushNotificationProcessor = nil
+		return redis.NewClusterClient(&o)
+	case *redis.Ring:
+		o := *r.Options()
+		o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = bound, bound, bound, bound
+		o.PoolSize, o.PipelinePoolSize = ownPoolSize, ownPoolSize
+		o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns = 0, 0, 0
+		o.Dialer = boundDialer(o.Dialer, bound)
+		return redis.NewRing(&o)
+	}
+	return nil
+}
+
+// defaultDialer is go-redis's own dialer, for isDefaultDialer.
+var defaultDialer = reflect.ValueOf(redis.NewDialer(&redis.Options{})).Pointer()
+
+// isDefaultDialer reports whether dial is go-redis's own dialer, which
+// NewClient put there: bound to the caller's options (their DialTimeout, and
+// for TLS no context at all), it is rebuilt for the library's.
+func isDefaultDialer(dial func(context.Context, string, string) (net.Conn, error)) bool {
+	return dial != nil && reflect.ValueOf(dial).Pointer() == defaultDialer
+}
+
+// boundDialer wraps dial (go-redis's default if nil) so that no dial
+// outlasts bound, whatever the context it is given.
+func boundDialer(dial func(context.Context, string, string) (net.Conn, error), bound time.Duration) func(context.Context, string, string) (net.Conn, error) {
+	if dial == nil {
+		return nil
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, bound)
+		defer cancel()
+		return dial(ctx, network, addr)
+	}
+}
