@@ -18,8 +18,8 @@ type node struct {
 	own     bool                  // rdb is the library's own (ownClient), closed with the Client
 	late    time.Duration         // the late window: how long past its ctx a call's outcome is awaited
 	pipe    *autopipe.Pipe        // batches the Client's concurrent calls to this node
-	addr    string         // "" when the client type exposes none
-	cluster bool           // a Redis Cluster: one script touches one hash slot
+	addr    string                // "" when the client type exposes none
+	cluster bool                  // a Redis Cluster: one script touches one hash slot
 
 	master atomic.Bool // ROLE confirmed a master (or the node is a cluster)
 
