@@ -188,3 +188,84 @@ func busy(t *testing.T, ctx context.Context, c *redlock.Client) {
 	})
 	time.Sleep(50 * time.Millisecond) // the waiter subscribes
 }
+
+// A renewed lock (TTL 900 ms) survives three 200 ms blinks of a majority (3
+// of 5 blackholed, then healed): once healed, the masters answer the next
+// renewal, well within the validity left.
+func TestRenewedLockSurvivesMajorityBlinks(t *testing.T) {
+	_, proxies, via := stallLab(t, 5, func(*redis.Options) {})
+	c := newClient(t, via, redlock.WithNodeTimeout(50*time.Millisecond), redlock.WithTTL(900*time.Millisecond))
+	ctx := ctxFor(t, 30*time.Second)
+	l, err := c.Lock(ctx, "blinked")
+	if err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	for blink := range 3 {
+		for _, p := range proxies[:3] {
+			p.SetBlackhole(true)
+		}
+		time.Sleep(200 * time.Millisecond) // the blink itself, not an assertion
+		for _, p := range proxies[:3] {
+			p.SetBlackhole(false)
+		}
+		time.Sleep(500 * time.Millisecond) // renewals after the blink, not an assertion
+		if err := l.Err(); err != nil {
+			t.Fatalf("after blink %d: the lock ended (%v), want it renewed through the blink", blink+1, err)
+		}
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Errorf("Unlock after the blinks: %v", err)
+	}
+}
+
+// A grant that lands after its undo is harmless (package doc, "Late
+// grants"): an attempt fails while its request to node 0 is delayed 600 ms;
+// the call is abandoned and its connection dropped at the node timeout plus
+// the late window, so the undo goes out on a new connection and lands
+// first. The grant then lands on node 0 for an attempt that is over: it
+// counts for no one — another client locks the key on the other two — and
+// expires with its TTL.
+func TestGrantLandingAfterItsUndoIsHarmless(t *testing.T) {
+	lab, proxies, via := stallLab(t, 3, func(*redis.Options) {})
+	direct := lab.Clients(t)
+	const ttl = 2 * time.Second
+	a := newClient(t, via, redlock.WithNodeTimeout(50*time.Millisecond), redlock.WithTTL(ttl))
+	ctx := ctxFor(t, 30*time.Second)
+	if l, err := a.TryLock(ctx, "warm"); err != nil { // connections up
+		t.Fatalf("TryLock: %v", err)
+	} else if err := l.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	proxies[0].SetLatency(600*time.Millisecond, 0)
+	proxies[1].SetBlackhole(true)
+	sent := time.Now()
+	if _, err := a.TryLock(ctx, "late"); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("TryLock with node 0 slow and node 1 dark: %v, want ErrNotObtained", err)
+	}
+	time.Sleep(100 * time.Millisecond) // before the undo of node 0 is sent, on a new connection
+	proxies[0].SetLatency(0, 0)
+	proxies[1].SetBlackhole(false)
+	eventually(t, 5*time.Second, "the delayed grant landing on node 0", func() bool { return holders(t, direct, "late")[0] != "" })
+	landed := time.Now()
+	t.Logf("grant landed on node 0 %v after it was sent, after its undo", landed.Sub(sent).Round(time.Millisecond))
+	stale := holders(t, direct, "late")
+	if stale[1] != "" || stale[2] != "" {
+		t.Fatalf("holders %q: want the attempt undone on nodes 1 and 2", stale)
+	}
+
+	b := newClient(t, direct)
+	lb, err := b.TryLock(ctx, "late")
+	if err != nil {
+		t.Fatalf("another client's TryLock beside the stale grant: %v, want the lock from nodes 1 and 2", err)
+	}
+	if got := holders(t, direct, "late"); got[0] != stale[0] {
+		t.Errorf("holders %q while the other client holds: want node 0 still the stale grant's %q", got, stale[0])
+	}
+	if err := lb.Unlock(ctx); err != nil {
+		t.Errorf("Unlock: %v", err)
+	}
+	eventually(t, ttl+2*time.Second, "the stale grant expiring", func() bool { return holders(t, direct, "late")[0] == "" })
+	if gone := time.Since(landed); gone > ttl+time.Second {
+		t.Errorf("the stale grant lasted %v, want at most its TTL %v", gone, ttl)
+	}
+}
