@@ -77,7 +77,7 @@ func TestSoak(t *testing.T) {
 	closeAll()
 	t.Logf("worst timer lateness in this process during the soak: %v; %d fresh clients drawn",
 		lag.max().Round(time.Millisecond), s.drawn())
-	closes, worst := s.worstClose()
+	closes, worst := s.checkCloses(t, lag)
 	t.Logf("%d blinks of a majority; %d Clients closed with a master frozen, the slowest Close %v",
 		s.blinked.Load(), closes, worst.Round(time.Millisecond))
 	rep := report(t, w.rec)
@@ -142,8 +142,8 @@ type soak struct {
 	w        *contention
 	rng      *rand.Rand
 	episodes []episode
-	blinked  atomic.Int64    // blinks of a majority (blinks)
-	closes   []time.Duration // Close under a frozen master (frozenClose)
+	blinked  atomic.Int64 // blinks of a majority (blinks)
+	closes   []closing    // Close under a frozen master (frozenClose)
 }
 
 // An episode is one fault, from its injection to its healing, on the

@@ -18,6 +18,7 @@ type node struct {
 	own     bool                  // rdb is the library's own (ownClient), closed with the Client
 	late    time.Duration         // the late window: how long past its ctx a call's outcome is awaited
 	pipe    *autopipe.Pipe        // batches the Client's concurrent calls to this node
+	warmth  warmth                // connections set up in the background (own only)
 	addr    string                // "" when the client type exposes none
 	cluster bool                  // a Redis Cluster: one script touches one hash slot
 
@@ -37,6 +38,7 @@ func newNode(given redis.UniversalClient, nodeTimeout time.Duration) *node {
 	n := &node{rdb: given, late: lateWindow(nodeTimeout), addr: addrOf(given), cluster: cluster}
 	if own := ownClient(given, socketBound(nodeTimeout)); own != nil {
 		n.rdb, n.own = own, true
+		n.warmth.budget = socketBound(nodeTimeout)
 	}
 	n.pipe = autopipe.New(n.rdb, autopipe.WithLateWindow(n.late))
 	// A cluster client is a whole cluster, not one server: its own failover
@@ -84,15 +86,25 @@ func (n *node) do(ctx context.Context, args ...any) *redis.Cmd {
 	// Only an abandoned call has a late outcome coming: one whose real
 	// outcome is itself a context error (its batch ran out of time) has not.
 	if !errors.Is(cmd.Err(), autopipe.ErrAbandoned) {
+		n.warmAfter(cmd.Err())
 		return cmd
 	}
 	wait := time.NewTimer(n.late)
 	defer wait.Stop()
 	select {
-	case c := <-late:
-		return c
+	case cmd = <-late:
 	case <-wait.C:
-		return cmd
+	}
+	n.warmAfter(cmd.Err())
+	return cmd
+}
+
+// warmAfter sets up a connection in the background after a call that got
+// no answer from the node (see warmth).
+func (n *node) warmAfter(err error) {
+	var reply redis.Error
+	if err != nil && n.own && !errors.As(err, &reply) {
+		n.warmth.start(n.rdb)
 	}
 }
 
@@ -105,8 +117,12 @@ func (n *node) cut() {
 	}
 }
 
-// close stops the node's pipe, then closes its own client.
+// close closes the node's own client — every call of the Client has ended
+// by now: what the pipe may still read is a batch nobody waits for — then
+// stops the pipe, and waits for the connection being set up, if any.
 func (n *node) close() {
-	n.pipe.Close()
+	n.warmth.stop()
 	n.cut()
+	n.pipe.Close()
+	n.warmth.wg.Wait()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -11,7 +12,8 @@ import (
 )
 
 // ownPoolSize is the connection pool of each of the library's own clients:
-// one batch in flight, autopipe.DefaultMaxOverdue overdue ones, and ROLE.
+// one batch in flight, autopipe.DefaultMaxOverdue overdue ones, and ROLE:
+// ten.
 const ownPoolSize = 2 + autopipe.DefaultMaxOverdue
 
 // lateWindow is how long after a call's node timeout the library still
@@ -105,4 +107,46 @@ func boundDialer(dial func(context.Context, string, string) (net.Conn, error), b
 		defer cancel()
 		return dial(ctx, network, addr)
 	}
+}
+
+// A warmth sets up connections to one node in the background. A call that
+// finds no idle connection dials one and runs its handshake (HELLO, CLIENT
+// SETINFO: round trips of their own) under its own deadline plus the late
+// window; on a slow link or in a starved process that may never be enough,
+// and each failed handshake drops its connection. So after every call that
+// got no answer, one pipelined PING at a time runs under a budget of its
+// own (socketBound): the connection it sets up stays pooled for the next
+// batches. Close stops it (cut ends it at once) and waits for it.
+type warmth struct {
+	budget time.Duration
+	mu     sync.Mutex
+	busy   bool
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func (w *warmth) start(rdb redis.UniversalClient) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.busy || w.closed {
+		return
+	}
+	w.busy = true
+	w.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), w.budget)
+		pl := rdb.Pipeline()
+		pl.Ping(ctx)
+		_, _ = pl.Exec(ctx)
+		cancel()
+		w.mu.Lock()
+		w.busy = false
+		w.mu.Unlock()
+	})
+}
+
+// stop refuses every later start.
+func (w *warmth) stop() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
 }

@@ -104,10 +104,11 @@ func New(rdb redis.UniversalClient, opts ...Option) *Pipe {
 
 // Close stops the Pipe. Commands still queued are not sent: their callers
 // get ErrClosed, as does every later Do. Close then waits until the batches
-// in flight have ended — they are not cut short, so that late replies are
-// still read and delivered; each is bounded by the client's own timeouts
-// (ReadTimeout, times its retries) — and until the late callbacks they
-// started have returned. Every goroutine of the Pipe has ended when Close
+// in flight (overdue ones included) have ended — they are not cut short, so
+// that late replies are still read and delivered; each is bounded by the
+// client's own timeouts (ReadTimeout, times its retries; with
+// ContextTimeoutEnabled, the late window), and closing the client ends them
+// at once — and until the late callbacks they started have returned. Every goroutine of the Pipe has ended when Close
 // returns. Close may be called more than once; it must not be called from
 // a late callback of the same Pipe.
 func (p *Pipe) Close() {
