@@ -69,7 +69,11 @@
 // attempt), dials, reads and writes bounded by max(500 ms, 2 × (node timeout
 // + late window)) where no context is tighter, and a pool of ten
 // connections. A batch unanswered at its deadline plus the late window is
-// cut and its connection dropped. Close closes these clients, never the
+// cut and its connection dropped. After a call that got no answer, one PING
+// at a time sets up a connection in the background under that larger
+// bound, so that a connection slower to set up than one call may wait (a
+// handshake of several round trips on a slow link, a starved process) is
+// still made, and pooled for the calls after it. Close closes these clients, never the
 // given ones. Hooks added to a given client do not see the library's
 // commands. Any other UniversalClient (a wrapper of the caller's) is used as
 // it is: calls still return at the node timeout and late outcomes are

@@ -269,3 +269,30 @@ func TestGrantLandingAfterItsUndoIsHarmless(t *testing.T) {
 		t.Errorf("the stale grant lasted %v, want at most its TTL %v", gone, ttl)
 	}
 }
+
+// A master whose connections take longer to set up than one call may wait
+// (here the caller's OnConnect takes 200 ms, beyond the 25 ms node timeout
+// plus its 100 ms late window) still becomes usable: after a call without
+// an answer, a connection is set up in the background under a budget of its
+// own, and later calls use it.
+func TestSlowConnectionSetupStillConnects(t *testing.T) {
+	l := redislab.Start(t, 3)
+	l.Trust(t, redlock.TrustStart)
+	nodes := l.Clients(t, func(o *redis.Options) {
+		o.OnConnect = func(ctx context.Context, _ *redis.Conn) error {
+			select {
+			case <-time.After(200 * time.Millisecond):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	})
+	c := newClient(t, nodes, redlock.WithNodeTimeout(25*time.Millisecond))
+	ctx := ctxFor(t, 30*time.Second)
+	took, err := firstLock(ctx, c, "slow-setup", time.Now().Add(5*time.Second))
+	t.Logf("first lock after %v", took)
+	if err != nil {
+		t.Fatalf("no lock within %v over masters whose connections take 200 ms to set up: %v", took, err)
+	}
+}
