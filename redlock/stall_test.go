@@ -194,7 +194,7 @@ func busy(t *testing.T, ctx context.Context, c *redlock.Client) {
 // renewal, well within the validity left.
 func TestRenewedLockSurvivesMajorityBlinks(t *testing.T) {
 	_, proxies, via := stallLab(t, 5, func(*redis.Options) {})
-	c := newClient(t, via, redlock.WithNodeTimeout(50*time.Millisecond), redlock.WithTTL(900*time.Millisecond))
+	c := newClient(t, via, redlock.WithNodeTimeout(faultTimeout), redlock.WithTTL(900*time.Millisecond))
 	ctx := ctxFor(t, 30*time.Second)
 	l, err := c.Lock(ctx, "blinked")
 	if err != nil {
@@ -219,7 +219,7 @@ func TestRenewedLockSurvivesMajorityBlinks(t *testing.T) {
 }
 
 // A grant that lands after its undo is harmless (package doc, "Late
-// grants"): an attempt fails while its request to node 0 is delayed 600 ms;
+// grants"): an attempt fails while its request to node 0 is delayed 1.5 s;
 // the call is abandoned and its connection dropped at the node timeout plus
 // the late window, so the undo goes out on a new connection and lands
 // first. The grant then lands on node 0 for an attempt that is over: it
@@ -229,14 +229,14 @@ func TestGrantLandingAfterItsUndoIsHarmless(t *testing.T) {
 	lab, proxies, via := stallLab(t, 3, func(*redis.Options) {})
 	direct := lab.Clients(t)
 	const ttl = 2 * time.Second
-	a := newClient(t, via, redlock.WithNodeTimeout(50*time.Millisecond), redlock.WithTTL(ttl))
+	// Node timeout 100 ms, late window 250 ms: node 0's call is cut, and
+	// its undo sent, 350 ms after the attempt began.
+	a := newClient(t, via, redlock.WithNodeTimeout(100*time.Millisecond), redlock.WithTTL(ttl))
 	ctx := ctxFor(t, 30*time.Second)
-	if l, err := a.TryLock(ctx, "warm"); err != nil { // connections up
+	if _, err := firstLock(ctx, a, "warm", time.Now().Add(10*time.Second)); err != nil { // connections up
 		t.Fatalf("TryLock: %v", err)
-	} else if err := l.Unlock(ctx); err != nil {
-		t.Fatalf("Unlock: %v", err)
 	}
-	proxies[0].SetLatency(600*time.Millisecond, 0)
+	proxies[0].SetLatency(1500*time.Millisecond, 0)
 	proxies[1].SetBlackhole(true)
 	sent := time.Now()
 	if _, err := a.TryLock(ctx, "late"); !errors.Is(err, redlock.ErrNotObtained) {
