@@ -62,16 +62,21 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	c := &Client{cfg: cfg, nodes: make([]*node, len(nodes)), locks: map[*Lock]struct{}{}, done: make(chan struct{}), jobs: make(chan func())}
 	c.bell = bell{c: c, waiters: map[string]map[chan struct{}]string{}}
 	c.renewals.c = c
+	addrs := make([]string, len(nodes))
 	for i, rdb := range nodes {
 		if isNil(rdb) {
 			return nil, invalid("node %d is nil", i)
 		}
-		c.nodes[i] = newNode(rdb, cfg.nodeTimeout)
+		addrs[i] = addrOf(rdb)
 		for j := range i {
-			if nodes[j] == rdb || (c.nodes[i].addr != "" && c.nodes[j].addr == c.nodes[i].addr) {
-				return nil, invalid("nodes %d and %d are the same master (%s): the quorum needs independent masters", j, i, c.nodes[i].addr)
+			if nodes[j] == rdb || (addrs[i] != "" && addrs[j] == addrs[i]) {
+				return nil, invalid("nodes %d and %d are the same master (%s): the quorum needs independent masters", j, i, addrs[i])
 			}
 		}
+	}
+	// Only once every node is vetted: a node owns a client to close.
+	for i, rdb := range nodes {
+		c.nodes[i] = newNode(rdb, cfg.nodeTimeout)
 	}
 	return c, nil
 }
