@@ -60,7 +60,17 @@ func stallLab(t *testing.T, n int, tune func(*redis.Options)) (*redislab.Lab, []
 // under traffic, then node 0 heals while 1 stays dark, so a TryLock succeeds
 // exactly when a call to node 0 does.
 func TestHealedBlackholeServesWithinTwoNodeTimeouts(t *testing.T) {
-	for _, tc := range callerOptions {
+	type darkCase struct {
+		name string
+		tune func(*redis.Options)
+		dark time.Duration
+	}
+	var cases []darkCase
+	for _, o := range callerOptions {
+		cases = append(cases, darkCase{o.name, o.tune, 300 * time.Millisecond})
+	}
+	cases = append(cases, darkCase{"ReadTimeout -1, dark 3s", callerOptions[1].tune, 3 * time.Second})
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, proxies, via := stallLab(t, 3, tc.tune)
 			c := newClient(t, via, redlock.WithNodeTimeout(faultTimeout))
@@ -73,7 +83,7 @@ func TestHealedBlackholeServesWithinTwoNodeTimeouts(t *testing.T) {
 			}
 			proxies[0].SetBlackhole(true)
 			proxies[1].SetBlackhole(true)
-			for i, end := 0, time.Now().Add(300*time.Millisecond); time.Now().Before(end); i++ {
+			for i, end := 0, time.Now().Add(tc.dark); time.Now().Before(end); i++ {
 				c.TryLock(ctx, fmt.Sprintf("%s-dark-%d", key, i)) // fails: calls to 0 and 1 are swallowed
 			}
 			proxies[0].SetBlackhole(false)
