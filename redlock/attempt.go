@@ -29,10 +29,11 @@ type acquisition struct {
 	limit int // a semaphore's limit (Acquire); 0 for keys
 }
 
-// newAcquisition checks keys and applies opts over the Client's defaults,
-// then counts the call in flight; on success the caller must call c.end.
-func (c *Client) newAcquisition(keys []string, opts []Option, kind holdKind) (*acquisition, error) {
-	cfg, err := c.enter(keys, opts)
+// newAcquisition checks ctx and keys and applies opts over the Client's
+// defaults, then counts the call in flight; on success the caller must call
+// c.end.
+func (c *Client) newAcquisition(ctx context.Context, keys []string, opts []Option, kind holdKind) (*acquisition, error) {
+	cfg, err := c.enter(ctx, keys, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -161,8 +162,9 @@ func (a *acquisition) perNode(base *scriptCall) []*scriptCall {
 // remaining lease.
 func (a *acquisition) vote(n, per int, reply []any, err error) quorum.Vote[[]int64] {
 	c, cfg, keys := a.c, &a.cfg, per
+	c.nodes[n].cause.record(err)
 	if err != nil {
-		return quorum.Vote[[]int64]{Outcome: quorum.Failed, Err: err}
+		return quorum.Vote[[]int64]{Outcome: quorum.Failed, Err: replicaError(err)}
 	}
 	granted, ok1 := replyInt(reply, 0)
 	first, ok := replyInt(reply, 1)

@@ -4,16 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/quorum"
 	"github.com/seed818c56a1/quorumlock/redlock"
+	"golang.org/x/sync/errgroup"
 )
 
 // query asks every node in parallel, each in one round trip under
-// --timeout, and tallies.
+// --timeout, waits for all (errgroup), and tallies. A node's failure is
+// its row of the table, so it stops none of the others.
 func query(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
 	names := redlock.Keys(f.prefix, f.key)
 	n := len(ns.clients)
@@ -22,23 +23,25 @@ func query(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
 	if f.limit > 0 {
 		st.Semaphore = newSemaphore(f.prefix, f.key, f.limit, n)
 	}
-	var wg sync.WaitGroup
+	var g errgroup.Group
 	for i, rdb := range ns.clients {
-		wg.Go(func() {
+		g.Go(func() error {
 			ctx, cancel := context.WithTimeout(ctx, f.timeout)
 			defer cancel()
-			st.queryNode(ctx, rdb, i)
-			st.setAddr(i, ns.addrs[i])
+			st.queryNode(ctx, rdb, i, f.guard)
+			st.setAddr(i, redactAddr(ns.addrs[i]))
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait() // nothing to report: each node's error is in st
 	st.tally()
+	st.tallyGuard(f.guard)
 	return st
 }
 
 // queryNode reads node i's view of the key, and of its semaphore, in one
 // pipeline.
-func (st *lockStatus) queryNode(ctx context.Context, rdb *redis.Client, i int) {
+func (st *lockStatus) queryNode(ctx context.Context, rdb *redis.Client, i int, guard time.Duration) {
 	pipe := rdb.Pipeline()
 	writer := queueHolder(ctx, pipe, st.LockKey, st.FenceKey)
 	now := pipe.Time(ctx)
@@ -47,14 +50,18 @@ func (st *lockStatus) queryNode(ctx context.Context, rdb *redis.Client, i int) {
 	if st.Semaphore != nil {
 		permits = st.Semaphore.queue(ctx, pipe, i)
 	}
+	info := pipe.InfoMap(ctx, "server")
+	trusted := pipe.Get(ctx, redlock.TrustKey)
 	cmds, err := pipe.Exec(ctx)
-	if err == nil || errors.Is(err, redis.Nil) {
-		err = firstError(cmds)
+	// The start's commands last: a user without INFO still gets the rest.
+	if err == nil || errors.Is(err, redis.Nil) || err == info.Err() || err == trusted.Err() {
+		err = firstError(cmds[:len(cmds)-2])
 	}
 	if err != nil {
 		st.failed(i, err)
 		return
 	}
+	st.setStart(i, startOf(info, trusted), guard)
 	st.Nodes[i].holderStatus = writer.status()
 	st.Nodes[i].readers = liveReaders(readers.Val(), now.Val())
 	st.Nodes[i].Readers = len(st.Nodes[i].readers)
@@ -145,20 +152,28 @@ func (st *lockStatus) tally() {
 			readers[r]++
 		}
 	}
-	st.agreement = agree(owners, st.Need)
+	st.agreement = agree(owners, st.Need, st.Reachable)
+	st.Readers = count{known: st.Reachable >= st.Need}
 	for _, k := range readers {
 		if k >= st.Need {
-			st.Readers++
+			st.Readers.n++
+		}
+	}
+	if st.Readers.n > 0 {
+		st.Readers.known = true // a majority has them, whatever the others say
+		if st.Held != yes {
+			st.State = stateShared
 		}
 	}
 	if st.Semaphore != nil {
-		st.Semaphore.tally(st.Need)
+		st.Semaphore.tally(st.Need, st.Reachable)
 	}
 }
 
 // agree returns the owner most of owners name ("" is free), ties going to
-// the smallest, and whether need of them name it.
-func agree(owners []string, need int) agreement {
+// the smallest, and whether need of them name it — unknown when fewer than
+// need of the nodes answered (reachable) and fewer than need hold it.
+func agree(owners []string, need, reachable int) agreement {
 	counts := map[string]int{}
 	for _, o := range owners {
 		if o != "" {
@@ -171,6 +186,15 @@ func agree(owners []string, need int) agreement {
 			a.Owner, a.Holders = owner, k
 		}
 	}
-	a.Held = a.Holders >= need
+	switch {
+	case a.Holders >= need:
+		a.Held, a.State = yes, stateHeld
+	case reachable < need:
+		a.Held, a.State = unknown, stateUnknown
+	case a.Holders > 0:
+		a.State = statePartial
+	default:
+		a.State = stateFree
+	}
 	return a
 }
