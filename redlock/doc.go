@@ -67,8 +67,8 @@
 // reads a written command's reply until ReadTimeout (seconds, or forever
 // with -1) whatever its context says — no retries (MaxRetries -1, one dial
 // attempt), dials, reads and writes bounded by max(500 ms, 2 × (node timeout
-// + late window)) where no context is tighter, and a pool of ten
-// connections. A batch unanswered at its deadline plus the late window is
+// + late window)) where no context is tighter, a pool of ten connections,
+// and neither client-side caching nor maintenance notifications. A batch unanswered at its deadline plus the late window is
 // cut and its connection dropped. After a call that got no answer, one PING
 // at a time sets up a connection in the background under that larger
 // bound, so that a connection slower to set up than one call may wait (a

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 	"github.com/seed818c56a1/quorumlock/internal/autopipe"
 )
 
@@ -44,10 +45,7 @@ func ownClient(rdb redis.UniversalClient, bound time.Duration) redis.UniversalCl
 	switch r := rdb.(type) {
 	case *redis.Client:
 		o := *r.Options()
-		if o.MaintNotificationsConfig != nil {
-			mn := *o.MaintNotificationsConfig
-			o.MaintNotificationsConfig = &mn
-		}
+		o.MaintNotificationsConfig = noMaintNotifications()
 		// Client-side caching would share the caller's cache: the library
 		// reads nothing it could cache.
 		o.ClientSideCache, o.ClientSideCacheConfig = nil, nil
@@ -63,10 +61,7 @@ func ownClient(rdb redis.UniversalClient, bound time.Duration) redis.UniversalCl
 		return redis.NewClient(&o)
 	case *redis.ClusterClient:
 		o := *r.Options()
-		if o.MaintNotificationsConfig != nil {
-			mn := *o.MaintNotificationsConfig
-			o.MaintNotificationsConfig = &mn
-		}
+		o.MaintNotificationsConfig = noMaintNotifications()
 		o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = bound, bound, bound, bound
 		o.PoolSize, o.PipelinePoolSize, o.MaxConcurrentDials = ownPoolSize, ownPoolSize, 0
@@ -84,6 +79,15 @@ func ownClient(rdb redis.UniversalClient, bound time.Duration) redis.UniversalCl
 		return redis.NewRing(&o)
 	}
 	return nil
+}
+
+// noMaintNotifications turns off go-redis's maintenance notifications
+// (endpoints moving during a managed service's upgrade) for the library's
+// own clients: they cost a command in every connection's handshake and
+// background goroutines, and a connection that stops answering is the
+// library's business anyway — it gives up on it at the node timeout.
+func noMaintNotifications() *maintnotifications.Config {
+	return &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 }
 
 // defaultDialer is go-redis's own dialer, for isDefaultDialer.
