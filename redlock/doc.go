@@ -69,9 +69,9 @@
 // attempt), dials, reads and writes bounded by max(500 ms, 2 × (node timeout
 // + late window)) where no context is tighter, a pool of ten connections,
 // and neither client-side caching nor maintenance notifications. A batch unanswered at its deadline plus the late window is
-// cut and its connection dropped. After a call that got no answer, one PING
-// at a time sets up a connection in the background under that larger
-// bound, so that a connection slower to set up than one call may wait (a
+// cut and its connection dropped. Beside a node's first call, and after a
+// call that got no answer, one PING at a time sets up a connection in the
+// background under four times that larger bound, so that a connection slower to set up than one call may wait (a
 // handshake of several round trips on a slow link, a starved process) is
 // still made, and pooled for the calls after it. Close closes these clients, never the
 // given ones. Hooks added to a given client do not see the library's

@@ -39,7 +39,7 @@ func newNode(given redis.UniversalClient, nodeTimeout time.Duration) *node {
 	n := &node{rdb: given, late: lateWindow(nodeTimeout), addr: addrOf(given), cluster: cluster}
 	if own := ownClient(given, socketBound(nodeTimeout)); own != nil {
 		n.rdb, n.own = own, true
-		n.warmth.budget = socketBound(nodeTimeout)
+		n.warmth.budget = 4 * socketBound(nodeTimeout)
 	}
 	n.pipe = autopipe.New(n.rdb, autopipe.WithLateWindow(n.late))
 	// A cluster client is a whole cluster, not one server: its own failover
@@ -82,6 +82,9 @@ func (n *node) vet(ctx context.Context) error {
 // error: outcome unknown, undone like a timeout (see the package doc on
 // late grants).
 func (n *node) do(ctx context.Context, args ...any) *redis.Cmd {
+	if n.own && !n.warmth.first.Load() && n.warmth.first.CompareAndSwap(false, true) {
+		n.warmth.start(n.rdb) // the first call dials too: set one up beside it
+	}
 	late := make(chan *redis.Cmd, 1) // never blocks the pipe's late callback
 	cmd := n.pipe.DoLate(ctx, func(c *redis.Cmd) { late <- c }, args...)
 	// Only an abandoned call has a late outcome coming: one whose real

@@ -5,6 +5,7 @@ import (
 	"net"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -118,11 +119,13 @@ func boundDialer(dial func(context.Context, string, string) (net.Conn, error), b
 // SETINFO: round trips of their own) under its own deadline plus the late
 // window; on a slow link or in a starved process that may never be enough,
 // and each failed handshake drops its connection. So after every call that
-// got no answer, one pipelined PING at a time runs under a budget of its
-// own (socketBound): the connection it sets up stays pooled for the next
-// batches. Close stops it (cut ends it at once) and waits for it.
+// got no answer, and beside the node's first call, one pipelined PING at a
+// time runs under a budget of its own (four socketBounds; each read and
+// write still within one): the connection it sets up stays pooled for the
+// next batches. Close stops it (cut ends it at once) and waits for it.
 type warmth struct {
 	budget time.Duration
+	first  atomic.Bool // the node's first call has started one
 	mu     sync.Mutex
 	busy   bool
 	closed bool
