@@ -5,6 +5,7 @@ import (
 	"flag"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,7 +25,9 @@ var (
 // drawn from a seeded RNG, one episode after another: crashes with delayed
 // empty restarts, immediate restarts with persistence and without (restart
 // detection on, the default), paused masters, a majority down, latency,
-// blackholes, lost replies and partitioned clients. Clients are replaced by
+// blackholes, a majority blinking (blackholed 100–300 ms at a time), a
+// master frozen while a Client closes (which must return within a second),
+// lost replies and partitioned clients. Clients are replaced by
 // brand-new ones — new redis clients, nothing learnt of the masters, as a
 // process just started — right after every restart and now and then
 // between. Every fault stays within the library's assumptions (persistence,
@@ -74,6 +77,9 @@ func TestSoak(t *testing.T) {
 	closeAll()
 	t.Logf("worst timer lateness in this process during the soak: %v; %d fresh clients drawn",
 		lag.max().Round(time.Millisecond), s.drawn())
+	closes, worst := s.checkCloses(t, lag)
+	t.Logf("%d blinks of a majority; %d Clients closed with a master frozen, the slowest Close %v",
+		s.blinked.Load(), closes, worst.Round(time.Millisecond))
 	rep := report(t, w.rec)
 	if len(rep.Regressions) > 0 {
 		t.Errorf("%d token regressions, want 0", len(rep.Regressions))
@@ -136,6 +142,8 @@ type soak struct {
 	w        *contention
 	rng      *rand.Rand
 	episodes []episode
+	blinked  atomic.Int64 // blinks of a majority (blinks)
+	closes   []closing    // Close under a frozen master (frozenClose)
 }
 
 // An episode is one fault, from its injection to its healing, on the
@@ -200,6 +208,12 @@ var faults = []fault{
 	{"lost replies", 0, noRestart, func(s *soak) func() {
 		s.m.onNodes(func(p *faultproxy.Proxy) { p.SetDropReplies(true) }, s.pick(1, 3)...)
 		return s.m.heal
+	}},
+	{"majority blinks (100–300 ms)", 0, noRestart, func(s *soak) func() {
+		return s.blinks(s.rng.Uint64())
+	}},
+	{"master frozen at Close", 0, noRestart, func(s *soak) func() {
+		return s.frozenClose(s.pick(1, 1)[0], s.rng.IntN(len(s.m.proxies)))
 	}},
 	{"partitioned clients", 0, noRestart, func(s *soak) func() {
 		for c := range s.m.proxies {

@@ -35,8 +35,13 @@ type subscription struct {
 	on      bool
 }
 
-// subscribeTimeout bounds one SUBSCRIBE or UNSUBSCRIBE on one node.
-const subscribeTimeout = time.Second
+// subscribeTimeout bounds one SUBSCRIBE or UNSUBSCRIBE on one node — with
+// the dial and handshake of the subscription's connection, during which
+// go-redis holds the subscription's lock, and so holds its Close: the node
+// timeout plus its late window, as every other wait on a node.
+func (b *bell) subscribeTimeout() time.Duration {
+	return b.c.cfg.nodeTimeout + lateWindow(b.c.cfg.nodeTimeout)
+}
 
 // listen registers owner's waiter for channels — one per key it waits for —
 // and returns the channel it is woken on (by a message on any of them), and
@@ -90,7 +95,8 @@ func (b *bell) open() {
 	for i, n := range b.c.nodes {
 		e := &ear{ps: n.rdb.Subscribe(context.Background()), ops: make(chan subscription, 256)}
 		b.ears[i] = e
-		b.c.spawn(e.apply)
+		timeout := b.subscribeTimeout()
+		b.c.spawn(func() { e.apply(timeout) })
 		b.c.spawn(func() {
 			for m := range e.ps.Channel() {
 				b.ring(m.Channel, m.Payload)
@@ -110,9 +116,9 @@ func (b *bell) tell(s subscription) {
 	}
 }
 
-func (e *ear) apply() {
+func (e *ear) apply(timeout time.Duration) {
 	for s := range e.ops {
-		ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		if s.on {
 			e.ps.Subscribe(ctx, s.channel)
 		} else {

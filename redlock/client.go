@@ -17,7 +17,9 @@ import (
 // lock is held when a majority of them (N/2+1) granted it.
 //
 // A Client is safe for concurrent use and must not be copied. It never closes
-// the redis clients it was given.
+// the redis clients it was given: it talks to a *redis.Client,
+// *redis.ClusterClient or *redis.Ring through a client of its own built from
+// the given one's options (see New), and closes those.
 type Client struct {
 	nodes []*node
 	cfg   config
@@ -42,6 +44,15 @@ type Client struct {
 // nothing to the nodes. An even number of nodes is accepted, with a warning
 // through WithLogger's logger: 2 nodes tolerate no failure (the majority is
 // both), 4 tolerate one, as 3 do.
+//
+// For each node given as a *redis.Client, *redis.ClusterClient or
+// *redis.Ring, New builds the client the library talks through from its
+// options — address, credentials, TLS, Dialer, DB, protocol, OnConnect —
+// with settings that bound every wait: reads cut at each call's deadline
+// (ContextTimeoutEnabled), no retries, dials, reads and writes bounded, a
+// small pool of its own. Hooks added to the given client do not see the
+// library's commands. Any other UniversalClient is used as it is, and its
+// own timeouts then bound what the library cannot (see the package doc).
 func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, invalid("no nodes")
@@ -54,16 +65,21 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	c := &Client{cfg: cfg, nodes: make([]*node, len(nodes)), locks: map[*Lock]struct{}{}, done: make(chan struct{}), jobs: make(chan func())}
 	c.bell = bell{c: c, waiters: map[string]map[chan struct{}]string{}}
 	c.renewals.c = c
+	addrs := make([]string, len(nodes))
 	for i, rdb := range nodes {
 		if isNil(rdb) {
 			return nil, invalid("node %d is nil", i)
 		}
-		c.nodes[i] = newNode(rdb)
+		addrs[i] = addrOf(rdb)
 		for j := range i {
-			if nodes[j] == rdb || (c.nodes[i].addr != "" && c.nodes[j].addr == c.nodes[i].addr) {
-				return nil, invalid("nodes %d and %d are the same master (%s): the quorum needs independent masters", j, i, c.nodes[i].addr)
+			if nodes[j] == rdb || (addrs[i] != "" && addrs[j] == addrs[i]) {
+				return nil, invalid("nodes %d and %d are the same master (%s): the quorum needs independent masters", j, i, addrs[i])
 			}
 		}
+	}
+	// Only once every node is vetted: a node owns a client to close.
+	for i, rdb := range nodes {
+		c.nodes[i] = newNode(rdb, cfg.nodeTimeout)
 	}
 	warnEven(&cfg, len(nodes))
 	return c, nil
@@ -82,10 +98,14 @@ func warnEven(cfg *config, n int) {
 
 // Close ends every lock still held — their Done() closes and Err() becomes
 // ErrClosed — stops their renewals, makes waiting Lock calls return
-// ErrClosed, drops the subscriptions, and waits for the calls the Client still
-// has in flight (each bounded by its redis client's own timeouts). It does not
-// release the locks: they expire with their TTL. Unlock them before Close.
-// Close does not close the redis clients. Later calls return ErrClosed.
+// ErrClosed, drops the subscriptions, and waits for the calls the Client
+// still has in flight, one node timeout plus its late window at most; then
+// it drops the connections of its own clients, which ends whatever still
+// waits on a node (a frozen master), and closes them. It does not release
+// the locks: they expire with their TTL. Unlock them before Close. Close
+// does not close the redis clients it was given; over a client type it
+// could not rebuild (see New), the calls still in flight are bounded only
+// by that client's own timeouts. Later calls return ErrClosed.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -102,11 +122,33 @@ func (c *Client) Close() error {
 	for _, l := range held {
 		l.lose(ErrClosed)
 	}
-	c.wg.Wait()
+	c.settle(c.cfg.nodeTimeout + lateWindow(c.cfg.nodeTimeout))
 	for _, n := range c.nodes { // last: late releases above went through them
-		n.pipe.Close()
+		n.close()
 	}
 	return nil
+}
+
+// settle waits for the calls and background work in flight; if they have
+// not ended within grace, it cuts every node's own connections — they then
+// fail at once — and waits for the rest.
+func (c *Client) settle(grace time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		c.wg.Wait()
+		close(done)
+	}()
+	wait := time.NewTimer(grace)
+	defer wait.Stop()
+	select {
+	case <-done:
+		return
+	case <-wait.C:
+	}
+	for _, n := range c.nodes {
+		n.cut()
+	}
+	<-done
 }
 
 // begin counts an operation in flight, or reports false if the Client is

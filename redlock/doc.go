@@ -26,7 +26,8 @@
 // acquisition), counted once that node has been up for the restart guard:
 // a lock does not decay while a majority of nodes is healthy. Concurrent
 // calls of a Client to one node are pipelined: written together, their
-// replies read together, each still under its own node timeout.
+// replies read together, each still under its own node timeout (see "Every
+// wait on a node is bounded").
 //
 // # How a lock is acquired
 //
@@ -46,6 +47,85 @@
 // and again on any node whose answer arrives late. Release and extension are
 // compare-by-value scripts: nothing ever deletes or extends another owner's
 // lock.
+//
+// # Every wait on a node is bounded
+//
+// Nothing the library does waits on a node longer than the node timeout plus
+// a late window of min(4 × node timeout, 250 ms) — 100 ms at the default 25
+// ms — whatever the redis clients' settings. A caller's call (Lock, TryLock,
+// Extend, Unlock, a renewal) returns at the node timeout; an abandoned
+// call's outcome is awaited in the background for the late window more, so
+// that a grant answered late is undone at once; subscriptions (dial,
+// handshake, SUBSCRIBE) have the node timeout plus the window; Close waits
+// that long for the work in flight, then drops the connections, which ends
+// any read stuck on a frozen master.
+//
+// This holds because New does not talk through the clients it is given: for
+// each *redis.Client, *redis.ClusterClient or *redis.Ring it builds one of
+// its own from the given one's options (address, credentials, TLS, Dialer,
+// DB, protocol, OnConnect), with ContextTimeoutEnabled — go-redis otherwise
+// reads a written command's reply until ReadTimeout (seconds, or forever
+// with -1) whatever its context says — no retries (MaxRetries -1, one dial
+// attempt), dials, reads and writes bounded by max(500 ms, 2 × (node timeout
+// + late window)) where no context is tighter, a pool of ten connections,
+// and neither client-side caching nor maintenance notifications. A batch
+// unanswered at its deadline plus the late window is cut and its connection
+// dropped. Beside a node's first call, and after a call that got no answer,
+// one PING at a time sets up a connection in the background under four times
+// that larger bound, so that a connection slower to set up than one call may
+// wait (a handshake of several round trips on a slow link, a starved
+// process) is still made, and pooled for the calls after it. Close closes
+// these clients, never the given ones. Hooks added to a given client do not
+// see the library's commands. Any other UniversalClient (a wrapper of the
+// caller's) is used as it is: calls still return at the node timeout and
+// late outcomes are awaited for the window at most, but a batch stuck on it,
+// and so Close, are bounded only by that client's own timeouts.
+//
+// Concurrent calls to a node are pipelined: one batch in flight per master,
+// the next formed while it runs. A batch whose callers have all passed their
+// deadline (a blackholed master swallowed it) no longer holds up the next:
+// that one goes out at once on another connection (at most eight such
+// batches per master run beside it). So after a blackhole of any length
+// heals, the next call to that master succeeds within two node timeouts:
+// within one the batch in flight goes overdue, and the next batch runs on a
+// fresh connection.
+//
+// # Late grants
+//
+// With one connection and one batch in flight, a request never overtook an
+// earlier one: an undo always landed after the grant it undoes. A dropped
+// connection gives that up — its request may still be in the network or in
+// the server's socket buffer, and run after a later request sent on another
+// connection — so a grant may land after its undo, and an extension after
+// the release. The library does not chase such a write (it cannot know when,
+// or whether, it lands); it is harmless, script by script:
+//
+//   - A late grant (acquire.lua, racquire.lua, permit.lua; extend.lua's
+//     repair) is checked by its script when it runs, like any grant: it
+//     takes a key only if it is free or already the same owner's. Exclusion
+//     reasons only about which owner each node holds at each moment, so it
+//     holds. The grant's hold belongs to an attempt that is over, or to a
+//     Lock already released — hold ids are random per attempt and never
+//     reused — so no tally counts it and no renewal names it: it ends one
+//     TTL after it lands, or after the last renewal of another hold of the
+//     same owner on that node, whichever is later (an Unlock of that owner's
+//     lock deletes it with the key). Meanwhile that node refuses other
+//     owners, as under a crashed holder's lease, and grants the same owner
+//     as it would anyway. Its fencing counter only grows: tokens stay
+//     monotonic.
+//   - A late release or undo (release.lua, rrelease.lua) compares owner and
+//     hold: it removes only its own hold, already released or never reused,
+//     and an undo never removes another hold of its owner. A late
+//     announcement wakes a waiter that then retries and is refused.
+//   - A late refusal puts its waiter back in line, and a late leave
+//     (leave.lua) takes it out: the line is wrong for one queue lease at
+//     most (a few retry delays). Fairness may suffer that long; exclusion
+//     does not, since every grant still needs the key free on a majority.
+//   - A late write-back (fence.lua, a release's raise) raises a counter to a
+//     token already issued: counters only grow.
+//
+// So a dropped connection costs liveness — a key blocked on one node for up
+// to a TTL — never exclusion or the order of tokens.
 //
 // # What is promised, and under which assumptions
 //

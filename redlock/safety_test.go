@@ -395,8 +395,11 @@ func TestSafetyAttemptLeavingLessThanLossMarginFails(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	l.Kill(t, 2)
 	nodes := l.Clients(t, failFast)
-	for _, n := range nodes {
+	for i, n := range nodes {
 		n.AddHook(slowScripts{delay: 100 * time.Millisecond})
+		// A type the library cannot rebuild is used as it is, so that the
+		// hook sees the library's commands.
+		nodes[i] = asIs{n}
 	}
 	obs := &stallOnNodeFailure{stall: stall}
 	c := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithNodeTimeout(timeout), redlock.WithAutoRenew(false),
@@ -428,6 +431,10 @@ func (o *stallOnNodeFailure) NodeFailed(_ context.Context, op, _ string, _ redlo
 		time.Sleep(o.stall) // the fault injected, not a wait for a condition
 	}
 }
+
+// asIs wraps a redis client in a type of the caller's own, which New uses as
+// it is instead of building a client of its own from its options.
+type asIs struct{ redis.UniversalClient }
 
 // slowScripts delays every EVALSHA — a script call's first command, so
 // that a NOSCRIPT retry by EVAL adds nothing — alone or in a pipeline.

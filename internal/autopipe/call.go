@@ -120,11 +120,16 @@ func (p *Pipe) enqueue(c *call) bool {
 		p.parked--
 		p.wake <- struct{}{} // never blocks: one slot per sender
 	case p.senders < p.maxInFlight:
-		p.senders++
-		p.wg.Add(1)
-		go p.send()
+		p.startLocked()
 	}
 	return true
+}
+
+// startLocked starts a sender in a free slot. p.mu is held.
+func (p *Pipe) startLocked() {
+	p.senders++
+	p.wg.Add(1)
+	go p.send()
 }
 
 // deliver hands c's outcome, now in c.cmd, to its caller, or to its late

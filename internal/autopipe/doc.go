@@ -31,9 +31,16 @@
 //     formed — a call whose caller has gone is never written. So a
 //     follow-up after a timeout (an undo, a release) needs a fresh ctx.
 //
-// A stuck batch (a blackholed master) holds up only its own Pipe: calls
-// queued behind it end at their deadlines and are then skipped; other
-// Pipes, over other masters, are untouched.
+// A stuck batch (a blackholed master) holds up only its own Pipe, and only
+// until every one of its callers has passed its deadline: the batch is then
+// overdue, and gives up its place — the calls queued behind it go out at
+// once as the next batch, on another pooled connection, while the overdue
+// one is still read to its end (WithMaxOverdue). So when the master comes
+// back, the next call is answered at once, instead of after the client's
+// ReadTimeout and retries. Other Pipes, over other masters, are untouched.
+// A client with ContextTimeoutEnabled also cuts a batch's read at the
+// latest deadline of its calls plus the late window (WithLateWindow), and
+// drops its connection: the late outcomes are then that error.
 //
 // A Redis error reply is its command's error only, never its batch-mates';
 // a connection error fails every command of its batch. go-redis retries a
@@ -43,11 +50,14 @@
 // # In flight at once: one batch per Pipe (DefaultMaxInFlight)
 //
 // With one batch in flight, a batch is written only once the replies of the
-// one before are all read: a command sent after another's Do returned —
-// even one that gave up — never runs before it, so a release cannot
-// overtake the acquisition it undoes. (Unless that earlier batch failed on its
-// connection: whether its commands ran at all is then unknown.) One batch also makes the biggest batches (fewest
-// syscalls and server wake-ups) and holds one connection per master.
+// one before are all read, or once that one is overdue: a command sent after
+// another's Do returned never runs before it while that one's batch is
+// answered in time — a release does not overtake the acquisition it undoes.
+// Once a batch is overdue, or failed on its connection, its commands may run
+// after later ones, or not at all; a caller that needs the strict order
+// sets WithMaxOverdue(0) and a client that never cuts a read. One batch
+// also makes the biggest batches (fewest syscalls and server wake-ups) and
+// holds one connection per master.
 // WithMaxInFlight(2..4) lets later batches go out on other pooled
 // connections while one is slow — a lost packet's retransmission then
 // delays one batch, not all that follow — and gives up that order.
@@ -84,8 +94,9 @@
 // # Goroutines and clients
 //
 // A Pipe runs at most MaxInFlight sending goroutines, started by the calls
-// that need them and ending after an idle timeout (DefaultIdleTimeout), and
-// one short-lived goroutine per late callback. Close ends them all. A Pipe
+// that need them and ending after an idle timeout (DefaultIdleTimeout), at
+// most MaxOverdue more whose batch went overdue (each ends with its batch),
+// and one short-lived goroutine per late callback. Close ends them all. A Pipe
 // never closes its client; it takes any go-redis client (ClusterClient and
 // Ring split each batch by node themselves). Batches run under their own
 // context (context.Background), not their callers': go-redis hooks see the

@@ -34,6 +34,7 @@ const (
 type Pipe struct {
 	rdb         redis.UniversalClient
 	maxInFlight int
+	maxOverdue  int
 	idleTimeout time.Duration
 	lateWindow  time.Duration
 
@@ -42,14 +43,15 @@ type Pipe struct {
 
 	mu      sync.Mutex
 	queue   []*call // calls waiting for the next batch, in arrival order
-	senders int     // sending goroutines running, at most maxInFlight
+	senders int     // sending goroutines holding a slot, at most maxInFlight
 	parked  int     // senders waiting for work and not yet promised a token
+	overdue int     // senders whose overdue batch gave up its slot, at most maxOverdue
 	closed  bool
 
 	wg sync.WaitGroup // senders and late callbacks
 
-	calls, batches, sent, skipped, late atomic.Uint64
-	inFlight                            atomic.Int64
+	calls, batches, sent, skipped, late, overdueBatches atomic.Uint64
+	inFlight                                            atomic.Int64
 }
 
 // An Option changes a Pipe's settings in New.
@@ -92,7 +94,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Pipe {
 	if rdb == nil {
 		panic("autopipe: New needs a client")
 	}
-	p := &Pipe{rdb: rdb, maxInFlight: DefaultMaxInFlight, idleTimeout: DefaultIdleTimeout, lateWindow: DefaultLateWindow, done: make(chan struct{})}
+	p := &Pipe{rdb: rdb, maxInFlight: DefaultMaxInFlight, maxOverdue: DefaultMaxOverdue, idleTimeout: DefaultIdleTimeout, lateWindow: DefaultLateWindow, done: make(chan struct{})}
 	for _, opt := range opts {
 		opt(p)
 	}
@@ -102,10 +104,11 @@ func New(rdb redis.UniversalClient, opts ...Option) *Pipe {
 
 // Close stops the Pipe. Commands still queued are not sent: their callers
 // get ErrClosed, as does every later Do. Close then waits until the batches
-// in flight have ended — they are not cut short, so that late replies are
-// still read and delivered; each is bounded by the client's own timeouts
-// (ReadTimeout, times its retries) — and until the late callbacks they
-// started have returned. Every goroutine of the Pipe has ended when Close
+// in flight (overdue ones included) have ended — they are not cut short, so
+// that late replies are still read and delivered; each is bounded by the
+// client's own timeouts (ReadTimeout, times its retries; with
+// ContextTimeoutEnabled, the late window), and closing the client ends them
+// at once — and until the late callbacks they started have returned. Every goroutine of the Pipe has ended when Close
 // returns. Close may be called more than once; it must not be called from
 // a late callback of the same Pipe.
 func (p *Pipe) Close() {
@@ -139,6 +142,7 @@ type Stats struct {
 	Sent     uint64 // commands written in those batches
 	Skipped  uint64 // commands not sent: ctx ended before their batch formed, or Close
 	Late     uint64 // outcomes that came after their caller had stopped waiting
+	Overdue  uint64 // batches that outlived their callers and let the next go past
 	Queued   int    // commands waiting for the next batch now
 	InFlight int    // batches in flight now
 }
@@ -155,6 +159,7 @@ func (p *Pipe) Stats() Stats {
 		Sent:     p.sent.Load(),
 		Skipped:  p.skipped.Load(),
 		Late:     p.late.Load(),
+		Overdue:  p.overdueBatches.Load(),
 		Queued:   queued,
 		InFlight: int(p.inFlight.Load()),
 	}

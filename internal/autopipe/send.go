@@ -13,6 +13,13 @@ type batch struct {
 	pl    redis.Pipeliner // reusable: Exec empties it
 	calls []*call         // taken from the queue, swapped with it
 	cmds  []redis.Cmder   // the commands of calls still wanted
+
+	overdue *time.Timer // fires at latest: the batch's callers have all gone
+
+	// Guarded by Pipe.mu.
+	inFlight bool
+	latest   time.Time // the latest deadline of the batch's calls; zero if one has none
+	released bool      // the batch went overdue and gave up its sender's slot
 }
 
 // send is a sending goroutine: it takes the whole queue as one batch, sends
@@ -20,11 +27,16 @@ type batch struct {
 // until it has waited idleTimeout for work or the Pipe is closed.
 func (p *Pipe) send() {
 	defer p.wg.Done()
-	b := batch{pl: p.rdb.Pipeline()}
+	b := &batch{pl: p.rdb.Pipeline()}
+	b.overdue = time.AfterFunc(time.Hour, func() { p.release(b) })
+	b.overdue.Stop()
+	defer b.overdue.Stop()
 	idle := time.NewTimer(p.idleTimeout)
 	idle.Stop()
-	for p.next(&b, idle) {
-		p.run(&b)
+	for p.next(b, idle) {
+		if !p.run(b) {
+			return // overdue, and the slot was taken meanwhile
+		}
 		// Let the callers just answered run first: those that call again
 		// at once then join the next batch rather than wait a round trip
 		// for the one after (measured: 14 calls per batch instead of 8
@@ -90,8 +102,9 @@ func (p *Pipe) park(idle *time.Timer) bool {
 
 // run sends the calls of b still wanted in one pipeline and delivers every
 // outcome. A call whose ctx has ended is not sent: its caller is gone or
-// going, and a command it no longer waits for must not be written.
-func (p *Pipe) run(b *batch) {
+// going, and a command it no longer waits for must not be written. It
+// reports whether the sender keeps its slot (see release).
+func (p *Pipe) run(b *batch) bool {
 	kept := b.calls[:0]
 	for _, c := range b.calls {
 		if err := c.ctx.Err(); err != nil {
@@ -103,16 +116,20 @@ func (p *Pipe) run(b *batch) {
 		kept = append(kept, c)
 		b.cmds = append(b.cmds, c.cmd)
 	}
+	keep := true
 	if len(kept) > 0 {
 		p.batches.Add(1)
 		p.sent.Add(uint64(len(kept)))
 		p.inFlight.Add(1)
 		// Errors are per command: a Redis error reply stays its command's,
 		// a connection error is set on every command of the batch.
-		ctx, cancel := p.batchContext(kept)
+		latest := latestDeadline(kept)
+		ctx, cancel := p.batchContext(latest)
+		p.watch(b, latest)
 		_ = b.pl.BatchProcess(ctx, b.cmds...)
 		_, _ = b.pl.Exec(ctx)
 		cancel()
+		keep = p.landed(b)
 		p.inFlight.Add(-1)
 		for _, c := range kept {
 			p.deliver(c)
@@ -121,26 +138,37 @@ func (p *Pipe) run(b *batch) {
 	clear(b.calls) // drop the pointers: delivered calls belong to others now
 	clear(b.cmds)
 	b.calls, b.cmds = b.calls[:0], b.cmds[:0]
+	return keep
 }
 
-// batchContext returns the context of a batch of calls: never cancelled by
-// a caller giving up, so that a batch is read to its end — its callers may
-// have given up, but their late replies are still wanted — yet ending
-// p.lateWindow after the latest of the calls' deadlines, when every call has
-// one: go-redis checks it before dialing and between its retries, so a dead
-// server cannot hold a batch (and Close) for its dial retries. Whether the
-// read of a written command is cut too depends on the client
-// (ContextTimeoutEnabled); its own timeouts bound it otherwise.
-func (p *Pipe) batchContext(calls []*call) (context.Context, context.CancelFunc) {
+// batchContext returns the context of a batch whose calls' latest deadline
+// is latest (zero if a call has none): never cancelled by a caller giving
+// up, so that a batch is read to its end — its callers may have given up,
+// but their late replies are still wanted — yet ending p.lateWindow after
+// latest: go-redis checks it before dialing and between its retries, so a
+// dead server cannot hold a batch for its dial retries, and a client with
+// ContextTimeoutEnabled cuts the read of a written batch there too (and
+// drops its connection). A client without it reads until its own
+// ReadTimeout; the batch then goes overdue (see release) and stops holding
+// up the calls behind it.
+func (p *Pipe) batchContext(latest time.Time) (context.Context, context.CancelFunc) {
+	if latest.IsZero() {
+		return context.Background(), func() {}
+	}
+	return context.WithDeadline(context.Background(), latest.Add(p.lateWindow))
+}
+
+// latestDeadline is the latest deadline of calls, or zero if one has none.
+func latestDeadline(calls []*call) time.Time {
 	var latest time.Time
 	for _, c := range calls {
 		d, ok := c.ctx.Deadline()
 		if !ok {
-			return context.Background(), func() {}
+			return time.Time{}
 		}
 		if d.After(latest) {
 			latest = d
 		}
 	}
-	return context.WithDeadline(context.Background(), latest.Add(p.lateWindow))
+	return latest
 }

@@ -23,14 +23,15 @@ const slack = 500 * time.Millisecond
 // TestTimeoutHoldsWithABlackholedMaster: with a client that ignores context
 // deadlines on its sockets (ReadTimeout 2 s), each call to a blackholed
 // master still returns at its own 30 ms deadline, and a Pipe over a healthy
-// master answers meanwhile.
+// master answers meanwhile. Overdue batches keep their slot here
+// (WithMaxOverdue(0)), so that calls queue behind the stuck one.
 func TestTimeoutHoldsWithABlackholedMaster(t *testing.T) {
 	lab := redislab.Start(t, 2)
 	direct := lab.Clients(t)
 	fp := faultproxy.Start(t, lab.Addrs()[0])
 	rdb := redis.NewClient(&redis.Options{Addr: fp.Addr(), ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
 	t.Cleanup(func() { rdb.Close() })
-	p, healthy := newPipe(t, rdb), newPipe(t, direct[1])
+	p, healthy := newPipe(t, rdb, autopipe.WithMaxOverdue(0)), newPipe(t, direct[1])
 	for _, q := range []*autopipe.Pipe{p, healthy} {
 		if err := q.Do(testkit.Context(t, 5*time.Second), "ping").Err(); err != nil {
 			t.Fatalf("PING: %v", err)

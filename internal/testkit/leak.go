@@ -9,13 +9,17 @@ import (
 )
 
 // LeakIgnores are the goroutines that go-redis's own clients run (the idle
-// connection reaper, the redial after a refused dial): they belong to the
-// redis clients the tests close, not to the code under test. A goleak check
-// with these ignores sees everything else.
+// connection reaper, the redial after a refused dial, the maintenance
+// notifications' cleanup, which a client runs from NewClient until its first
+// handshake finds the server without them): they belong to the redis clients
+// the tests close, not to the code under test — the library talks through
+// clients of its own, and leaves the tests' unused. A goleak check with
+// these ignores sees everything else.
 func LeakIgnores() []goleak.Option {
 	return []goleak.Option{
 		goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"),
 		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"),
+		goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/maintnotifications.(*CircuitBreakerManager).cleanupLoop"),
 	}
 }
 

@@ -1,0 +1,70 @@
+package autopipe_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed818c56a1/quorumlock/internal/autopipe"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
+)
+
+// TestOverdueBatchLetsTheNextGo: a batch whose request a blackhole swallowed
+// is never answered; once its caller's deadline has passed, the next call
+// goes out on another connection and, the blackhole healed, is answered at
+// once — not after the client's ReadTimeout (here 3 s, and go-redis's
+// retries) ends the stuck batch. The stuck batch is still read to its end:
+// its late callback comes.
+func TestOverdueBatchLetsTheNextGo(t *testing.T) {
+	fp, rdb, _ := proxied(t, func(o *redis.Options) { o.ReadTimeout, o.MaxRetries = 3*time.Second, 2 })
+	p := newPipe(t, rdb)
+	if err := p.Do(testkit.Context(t, 5*time.Second), "ping").Err(); err != nil {
+		t.Fatalf("PING: %v", err)
+	}
+	fp.SetBlackhole(true)
+	late := make(chan *redis.Cmd, 1)
+	err := p.DoLate(testkit.Context(t, 30*time.Millisecond), func(c *redis.Cmd) { late <- c }, "incr", "swallowed").Err()
+	if !errors.Is(err, autopipe.ErrAbandoned) {
+		t.Fatalf("INCR through a blackhole: %v, want ErrAbandoned", err)
+	}
+	fp.SetBlackhole(false)
+	start := time.Now()
+	got, err := p.Do(testkit.Context(t, 300*time.Millisecond), "echo", "after").Text()
+	took := time.Since(start)
+	t.Logf("first call after the heal: %q, %v after %v", got, err, took)
+	if err != nil || got != "after" {
+		t.Fatalf("ECHO after the heal: %q, %v after %v; want its reply, on a connection of its own", got, err, took)
+	}
+	if s := p.Stats(); s.InFlight != 1 || s.Overdue != 1 {
+		t.Errorf("stats after the heal: %+v, want the stuck batch overdue and still in flight", s)
+	}
+	select {
+	case c := <-late:
+		t.Logf("late outcome of the swallowed INCR: %v", c.Err())
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stuck batch's late callback never came")
+	}
+}
+
+// TestOverdueCapKeepsOrder: with no overdue batch allowed, the call queued
+// behind a stuck batch waits for it — the order of batches holds.
+func TestOverdueCapKeepsOrder(t *testing.T) {
+	fp, rdb, _ := proxied(t, func(o *redis.Options) { o.ReadTimeout, o.MaxRetries = 500*time.Millisecond, -1 })
+	p := newPipe(t, rdb, autopipe.WithMaxOverdue(0))
+	if err := p.Do(testkit.Context(t, 5*time.Second), "ping").Err(); err != nil {
+		t.Fatalf("PING: %v", err)
+	}
+	fp.SetBlackhole(true)
+	p.Do(testkit.Context(t, 30*time.Millisecond), "incr", "swallowed")
+	fp.SetBlackhole(false)
+	err := p.Do(testkit.Context(t, 100*time.Millisecond), "echo", "after").Err()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("ECHO behind a stuck batch, no overdue allowed: %v, want deadline exceeded", err)
+	}
+	if s := p.Stats(); s.Overdue != 0 {
+		t.Errorf("stats: %+v, want no overdue batch", s)
+	}
+}
