@@ -20,9 +20,13 @@
 -- Returns {1, token per lock...} when granted, followed by start_info's
 -- fields when the grant must say when its node started (start.lua); {0,
 -- remaining TTL in ms} when refused: the longest among the locks held by
--- others or the readers' longest (0 when they are free but a waiter is ahead).
+-- others or the readers' longest (0 when they are free but a waiter is ahead),
+-- followed as a grant by start_info's fields. Each grant records its TTL
+-- beside its lock (note_ttl), for clients meeting restarted nodes.
 local n = #KEYS / 5
 local hold = 'h:' .. ARGV[2]
+local locks = {}
+for i = 1, n do locks[i] = KEYS[5 * i - 4] end
 
 local function wait_in_line(i)
   if ARGV[4] == '' then return end
@@ -71,13 +75,15 @@ if refused then
   for i = 1, n do
     if redis.call('HGET', KEYS[5 * i - 4], 'owner') ~= ARGV[1] then wait_in_line(i) end
   end
-  return {0, pttl}
+  return refusal(pttl, ARGV[7], locks)
 end
 
 local t = redis.call('TIME')
 local out = {1}
+local longest = 0
 for i = 1, n do
   local lock, fence = KEYS[5 * i - 4], KEYS[5 * i - 3]
+  longest = math.max(longest, note_ttl(lock, ARGV[3]))
   if redis.call('HGET', lock, 'owner') == ARGV[1] then
     -- A re-sent attempt (its reply was lost) or a nested hold of the same
     -- owner: the same hold id is the same field, so a re-send never counts
@@ -104,7 +110,7 @@ for i = 1, n do
 end
 -- A client meeting this node's process for the first time hears when it
 -- started (a replica holding a copy of our key answers here too).
-local start = start_info(ARGV[7], t)
+local start = start_info(ARGV[7], t, function() return longest end)
 if start then
   for _, v in ipairs(start) do out[#out + 1] = v end
 end

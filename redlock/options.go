@@ -261,3 +261,7 @@ func (c *config) restartGuard() time.Duration {
 
 // detectRestarts reports whether acquisitions check for restarted nodes.
 func (c *config) detectRestarts() bool { return c.restartGuard() > 0 }
+
+// defaultGuard reports whether acquisitions learn the guard from the nodes
+// (guard.go): no WithRestartGuard.
+func (c *config) defaultGuard() bool { return !c.guardSet }

@@ -13,9 +13,10 @@
 -- the same), ARGV[9] the permits' common name prefix (permit j is that
 -- followed by j), for reading the permits of another recorded limit,
 -- ARGV[10] restart detection, as acquire.lua's ARGV[7].
--- Returns {1, token, permit, start_info...} when granted; {0, the shortest
--- remaining lease of the permits held by others} when refused (0 when a
--- permit is free but live waiters ahead of us need every free one); {-1,
+-- Returns {1, token, permit, start_info...} when granted (its TTL recorded
+-- beside the permit, note_ttl); {0, the shortest remaining lease of the
+-- permits held by others, start_info...} when refused (0 when a permit is
+-- free but live waiters ahead of us need every free one); {-1,
 -- recorded limit} when holders of another limit hold a permit here — nothing
 -- is written then.
 local L = tonumber(ARGV[7])
@@ -45,7 +46,8 @@ end
 local t = redis.call('TIME')
 local function granted(j, token)
   local out = {1, token, j - 1}
-  local start = start_info(ARGV[10], t)
+  local longest = note_ttl(KEYS[j], ARGV[3])
+  local start = start_info(ARGV[10], t, function() return longest end)
   if start then
     for _, v in ipairs(start) do out[#out + 1] = v end
   end
@@ -79,7 +81,9 @@ if ahead >= L - held then
     redis.call('PEXPIRE', leases, ARGV[5])
   end
   if held < L then shortest = 0 end
-  return {0, shortest}
+  local permits = {}
+  for j = 1, L do permits[j] = KEYS[j] end
+  return refusal(shortest, ARGV[10], permits)
 end
 
 -- A free permit, from the one to try first. The waiter leaves the queue: a

@@ -27,6 +27,8 @@ type startInfo struct {
 	vouched      bool          // TrustStart vouched for this run_id
 	role         string        // "master", "slave", or "" if unknown
 	unknown      string        // why the node could not report its start
+	longest      time.Duration // the TTL record of the keys asked (note_ttl)
+	hasLongest   bool
 }
 
 // savedTrust is how old a LASTSAVE must be seen before it is relied on: it
@@ -94,15 +96,6 @@ func (n *node) lastSaved() string {
 	return n.saved
 }
 
-// admit decides whether a grant of this node counts under guard: see learn
-// and counted.
-func (n *node) admit(s startInfo, guard time.Duration, now time.Time) error {
-	if err := n.learn(s, now); err != nil {
-		return err
-	}
-	return n.counted(guard, now)
-}
-
 // learn records what a reply said of its node's start. A run_id this Client
 // has not seen comes from a process it meets for the first time — new, or
 // restarted, maybe without its data — whose start is set from its uptime
@@ -162,7 +155,7 @@ func startOf(reply []any, keys int) startInfo {
 }
 
 // startFields reads start.lua's start_info: {uptime, run_id, LASTSAVE,
-// time, vouched, role}, or {-1, why}.
+// time, vouched, role, TTL record}, or {-1, why}.
 func startFields(f []any) startInfo {
 	var s startInfo
 	uptime, _ := replyInt(f, 0)
@@ -187,5 +180,8 @@ func startFields(f []any) startInfo {
 	vouched, _ := replyInt(f, 4)
 	s.vouched = vouched == 1
 	s.role, _ = f[5].(string)
+	if ms, ok := replyInt(f, 6); ok {
+		s.longest, s.hasLongest = time.Duration(ms)*time.Millisecond, true
+	}
 	return s
 }

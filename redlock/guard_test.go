@@ -1,0 +1,76 @@
+package redlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/seed818c56a1/quorumlock/redlock"
+)
+
+// The default restart guard (no WithRestartGuard) does not depend on who
+// asks: A holds keys with a long TTL on masters 0–2 (3 and 4 down); masters
+// 2, 3 and 4 restart empty. B, a fresh Client with a far shorter TTL and no
+// guard of its own, learns A's TTL from masters 0 and 1 (its first round's
+// refusals carry it) and is never granted while A holds its key — and gets
+// it once the restarted masters have been up that long. B', whose explicit
+// WithRestartGuard is its own short TTL, shows the override is honoured: it
+// counts master 2 early and overlaps A, the hazard WithRestartGuard's doc
+// warns of.
+func TestGuardDefaultCoversLongestTTLInUse(t *testing.T) {
+	const long, short = 4 * time.Second, 500 * time.Millisecond
+	l := safetyLab(t, 5)
+	ctx := ctxFor(t, 30*time.Second)
+	l.Kill(t, 3, 4)
+	nodes := l.Clients(t, failFast)
+	a := newClient(t, nodes, redlock.WithTTL(long), redlock.WithAutoRenew(false))
+	held := map[string]*redlock.Lock{}
+	for _, key := range []string{"default-guard", "short-override"} {
+		h, err := a.TryLock(ctx, key)
+		if err != nil {
+			t.Fatalf("A: TryLock %s with masters 3, 4 down: %v", key, err)
+		}
+		requireHeldOn(t, ctx, nodes, key, 0, 1, 2)
+		held[key] = h
+	}
+	l.Restart(t, true, 3, 4, 2)
+	requireNoState(t, ctx, l, "default-guard", 2, 3, 4)
+	requireNoState(t, ctx, l, "short-override", 2, 3, 4)
+
+	overlaps := make(chan int, 1)
+	go func() {
+		o := newClient(t, l.Clients(t), redlock.WithTTL(short), redlock.WithRestartGuard(short))
+		overlaps <- countOverlaps(ctx, o, held["short-override"], "short-override")
+	}()
+
+	b := newClient(t, l.Clients(t), redlock.WithTTL(short))
+	neverGranted(t, contend(t, ctx, b, held["default-guard"], "default-guard"), 2, 3, 4)
+	if n := <-overlaps; n == 0 {
+		t.Error("B', with WithRestartGuard at its own short TTL, never overlapped A: the override was not honoured (or the test proved nothing)")
+	} else {
+		t.Logf("B', with WithRestartGuard(%v), was granted A's key %d times while A held it for %v", short, n, long)
+	}
+	next := eventuallyLocked(t, 3*long, "B locks once the restarted masters are past A's TTL", func() (*redlock.Lock, error) {
+		return b.TryLock(ctx, "default-guard")
+	})
+	if next.Token() <= held["default-guard"].Token() {
+		t.Errorf("B's token = %d after A's %d, want larger", next.Token(), held["default-guard"].Token())
+	}
+	next.Unlock(ctx)
+}
+
+// countOverlaps has o try key again and again while held is valid, and
+// returns how many times o was granted it while held was still held.
+func countOverlaps(ctx context.Context, o *redlock.Client, held *redlock.Lock, key string) int {
+	n := 0
+	for time.Now().Before(held.Until()) {
+		if got, err := o.TryLock(ctx, key); err == nil {
+			if held.Err() == nil && time.Now().Before(held.Until()) {
+				n++
+			}
+			got.Unlock(ctx)
+		}
+		time.Sleep(retryEvery)
+	}
+	return n
+}
