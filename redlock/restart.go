@@ -56,18 +56,24 @@ const trustTTL = 24 * time.Hour
 // (TrustKey, expiring after a day): a later restart has another run_id, and
 // the vouch does not carry over to it. Call it when bringing up new masters
 // (a test lab, a new deployment), never after a restart that may have lost
-// leases: that is exactly what the guard is for.
+// leases: that is exactly what the guard is for. CheckNew tells the two
+// apart from the masters' own state (their locks and starts); call it
+// first, as the command "quorumlock trust" does.
 //
-// It needs INFO and SET on node; it does not close node. The command
-// "quorumlock trust" calls it for each node given.
+// A replica is refused with ErrReplica (its votes never count), whether or
+// not it accepts writes. It needs INFO and SET on node; it does not close
+// node.
 func TrustStart(ctx context.Context, node redis.UniversalClient) error {
-	info, err := node.Info(ctx, "server").Result()
+	info, err := node.Info(ctx, "server", "replication").Result()
 	if err != nil {
-		return fmt.Errorf("redlock: TrustStart: INFO server: %w", err)
+		return fmt.Errorf("redlock: TrustStart: INFO: %w", err)
 	}
 	runID := infoField(info, "run_id")
 	if runID == "" {
 		return fmt.Errorf("redlock: TrustStart: INFO server has no run_id")
+	}
+	if role := infoField(info, "role"); role != "" && role != "master" {
+		return fmt.Errorf("%w: TrustStart: INFO replication says role:%s; vouch for masters only", ErrReplica, role)
 	}
 	if err := node.Set(ctx, TrustKey, runID, trustTTL).Err(); err != nil {
 		return fmt.Errorf("redlock: TrustStart: SET %s: %w", TrustKey, err)

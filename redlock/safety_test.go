@@ -484,7 +484,8 @@ func TestSafetyLongKeyIsCutInErrors(t *testing.T) {
 }
 
 // Case 6: a replica given beside its master is never counted. It is made
-// writable and vouched for, so that it would grant and be counted at once;
+// writable — TrustStart refuses to vouch for it — and vouched for by hand,
+// so that it would grant and be counted at once;
 // with two masters down, its vote would complete the majority.
 func TestSafetyReplicaNotCounted(t *testing.T) {
 	l := safetyLab(t, 5)
@@ -508,8 +509,14 @@ func TestSafetyReplicaNotCounted(t *testing.T) {
 	if err := replica.ConfigSet(ctx, "replica-read-only", "no").Err(); err != nil {
 		t.Fatalf("CONFIG SET replica-read-only no: %v", err)
 	}
-	if err := redlock.TrustStart(ctx, replica); err != nil { // the sync replaced its vouch with master 0's
-		t.Fatalf("TrustStart on the replica: %v", err)
+	// TrustStart refuses a replica, writable or not; vouch by hand (the
+	// sync replaced its vouch with master 0's).
+	if err := redlock.TrustStart(ctx, replica); !errors.Is(err, redlock.ErrReplica) {
+		t.Fatalf("TrustStart on a writable replica = %v, want ErrReplica", err)
+	}
+	runID := replica.InfoMap(ctx, "server").Item("Server", "run_id")
+	if err := replica.Set(ctx, redlock.TrustKey, runID, time.Hour).Err(); err != nil {
+		t.Fatalf("vouching for the replica by hand: %v", err)
 	}
 
 	c := newClient(t, l.Clients(t, failFast)) // the dead masters cost nothing
