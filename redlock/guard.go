@@ -125,17 +125,27 @@ func (g *guardRound) admitDefault(n *node, ttl time.Duration, now time.Time) err
 	return &youngGrant{n}
 }
 
+// known reports whether a grant has told the node's start.
+func (n *node) known() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.runID != ""
+}
+
 // old reports whether the node's process, as last learnt, has been up for
 // oldAge(ttl) or was vouched for.
 func (n *node) old(ttl time.Duration, now time.Time) bool {
 	return n.counted(oldAge(ttl), now) == nil
 }
 
-// anyYoung reports whether some node of c is not known to be old: then, under
-// the default guard, every node is asked for its records and start.
+// anyYoung reports whether c knows a node to be young: then, under the
+// default guard, every node is asked for its start and the keys' TTL
+// records, so that the young node's grants count by them. A node not met
+// yet is asked anyway (lastSaved); one that never answers (down) costs the
+// others nothing.
 func (c *Client) anyYoung(ttl time.Duration, now time.Time) bool {
 	for _, n := range c.nodes {
-		if !n.old(ttl, now) {
+		if n.known() && !n.old(ttl, now) {
 			return true
 		}
 	}

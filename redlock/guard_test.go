@@ -2,9 +2,12 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/seed818c56a1/quorumlock/clock"
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -73,4 +76,47 @@ func countOverlaps(ctx context.Context, o *redlock.Client, held *redlock.Lock, k
 		time.Sleep(retryEvery)
 	}
 	return n
+}
+
+// Brand-new masters, not vouched for, that a Client meets all at once are
+// indistinguishable from a deployment that restarted empty as a whole: no
+// node is old enough to have kept a lease, so none counts until it has been
+// up for MaxRestartGuard — not merely the Client's TTL. Vouched for
+// (TrustStart), they count at once. The Client's clock is a fake: its
+// Advance stands for the time the masters have been up.
+func TestGuardBrandNewMastersWaitMaxRestartGuard(t *testing.T) {
+	const ttl = 2 * time.Second
+	l := redislab.Start(t, 3) // not vouched for
+	ctx := ctxFor(t, 10*time.Second)
+	fc := clock.NewFake(time.Now())
+	c := newClient(t, l.Clients(t), redlock.WithClock(fc), redlock.WithTTL(ttl), redlock.WithAutoRenew(false))
+	try := func(when string) error { // a key of its own: the last one's undo may be on its way
+		t.Helper()
+		lk, err := c.TryLock(ctx, when)
+		if err == nil {
+			if err := lk.Unlock(ctx); err != nil {
+				t.Fatalf("%s: Unlock: %v", when, err)
+			}
+		}
+		return err
+	}
+	if err := try("at start"); !errors.Is(err, redlock.ErrNodeRestarted) {
+		t.Fatalf("TryLock on masters just started = %v, want ErrNodeRestarted", err)
+	}
+	fc.Advance(3 * ttl)
+	if err := try("after 3 TTLs"); !errors.Is(err, redlock.ErrNodeRestarted) {
+		t.Fatalf("TryLock on new masters up for 3 TTLs but less than MaxRestartGuard = %v, want ErrNodeRestarted", err)
+	}
+	fc.Advance(redlock.MaxRestartGuard)
+	if err := try("after MaxRestartGuard"); err != nil {
+		t.Fatalf("TryLock on masters up for MaxRestartGuard: %v", err)
+	}
+
+	l.Trust(t, redlock.TrustStart)
+	vouched := newClient(t, l.Clients(t), redlock.WithTTL(ttl))
+	lk, err := vouched.TryLock(ctx, "v")
+	if err != nil {
+		t.Fatalf("TryLock on vouched-for masters: %v", err)
+	}
+	lk.Unlock(ctx)
 }
