@@ -120,3 +120,50 @@ func TestGuardBrandNewMastersWaitMaxRestartGuard(t *testing.T) {
 	}
 	lk.Unlock(ctx)
 }
+
+// Readers and permits record their TTLs too: a long reader, and a long
+// permit holder, kept on two masters while three restarted empty, are
+// never overlapped by a fresh short-TTL writer or permit holder.
+func TestGuardDefaultCoversReadersAndPermits(t *testing.T) {
+	const long, short = 3 * time.Second, 500 * time.Millisecond
+	l := safetyLab(t, 5)
+	ctx := ctxFor(t, 30*time.Second)
+	l.Kill(t, 3, 4)
+	a := newClient(t, l.Clients(t, failFast), redlock.WithTTL(long), redlock.WithAutoRenew(false))
+	reader, err := a.TryRLock(ctx, "read")
+	if err != nil {
+		t.Fatalf("A: TryRLock with masters 3, 4 down: %v", err)
+	}
+	permit, err := a.TryAcquire(ctx, "sem", 1)
+	if err != nil {
+		t.Fatalf("A: TryAcquire with masters 3, 4 down: %v", err)
+	}
+	l.Restart(t, true, 3, 4, 2)
+
+	b := newClient(t, l.Clients(t), redlock.WithTTL(short))
+	tries := map[string]func() (*redlock.Lock, error){
+		"writer": func() (*redlock.Lock, error) { return b.TryLock(ctx, "read") },
+		"permit": func() (*redlock.Lock, error) { return b.TryAcquire(ctx, "sem", 1) },
+	}
+	held := map[string]*redlock.Lock{"writer": reader, "permit": permit}
+	attempts := 0
+	for time.Now().Before(reader.Until()) && time.Now().Before(permit.Until()) {
+		for what, try := range tries {
+			h := held[what]
+			holding := h.Err() == nil
+			got, err := try()
+			if err == nil {
+				if holding {
+					t.Fatalf("overlap: B's %s granted (token %d) while A holds (Err() nil, %v of validity left)",
+						what, got.Token(), time.Until(h.Until()).Round(time.Millisecond))
+				}
+				got.Unlock(ctx)
+			}
+			attempts++
+		}
+		time.Sleep(retryEvery)
+	}
+	if attempts < 10 {
+		t.Fatalf("B made %d attempts while A held: the test proved nothing", attempts)
+	}
+}
