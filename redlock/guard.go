@@ -40,7 +40,11 @@ type guardRound struct {
 }
 
 // heard records a node's TTL record; old says the node is up for oldAge.
+// A nil guardRound (an acquisition outside any attempt) records nothing.
 func (g *guardRound) heard(record time.Duration, old bool) {
+	if g == nil {
+		return
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.longest = max(g.longest, record)
@@ -118,8 +122,8 @@ func (g *guardRound) admitDefault(n *node, ttl time.Duration, now time.Time) err
 	if err := n.counted(ttl, now); err != nil {
 		return err
 	}
-	if n.counted(oldAge(ttl), now) == nil {
-		return nil
+	if err := n.counted(oldAge(ttl), now); err == nil || g == nil {
+		return err
 	}
 	g.deferGrant()
 	return &youngGrant{n}
