@@ -19,11 +19,10 @@
 -- Returns one result per lock — 1 extended, 2 set here by repair, 0 not ours
 -- — followed, when a lock was repaired and the client must hear when this
 -- node started, by start_info's fields (start.lua). Each lock extended or
--- repaired keeps its TTL record (note_ttl) alive as long as its lease.
+-- repaired keeps its TTL record (keep_ttl) alive as long as its lease.
 local repair = ARGV[1] == '1'
 local out = {}
 local repaired = false
-local longest = 0
 
 local function raise(fence, token)
   if tonumber(redis.call('GET', fence) or '0') < tonumber(token) then
@@ -95,10 +94,10 @@ for i = 1, #KEYS / 3 do
     out[i] = extend_writer(lock, fence, readers, ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
   end
   repaired = repaired or out[i] == 2
-  if out[i] ~= 0 then longest = math.max(longest, note_ttl(lock, ARGV[a + 3])) end
+  if out[i] ~= 0 then keep_ttl(lock, ARGV[a + 3]) end
 end
 if repaired then
-  local start = start_info(ARGV[3], redis.call('TIME'), function() return longest end)
+  local start = start_info(ARGV[3], redis.call('TIME'))
   if start then
     for _, v in ipairs(start) do out[#out + 1] = v end
   end

@@ -34,18 +34,29 @@ end
 
 -- note_ttl records, beside a lock, the longest TTL granted or renewed on it
 -- here that may still be in use (<lock>:ttl, in ms, under the lock's hash
--- tag): a lease of ttl lives at most ttl after this call, and so does the
--- record of it — a longer one already recorded is kept at least as long.
--- Returns the record. A client that meets a restarted node asks the others
--- for it (ttl_record): a lease the node lost cannot outlive its start by
--- more than its TTL (doc.go, "Restarts").
+-- tag): a lease of ttl lives at most ttl after this call, and the record of
+-- it at least that long — kept for three TTLs, so that renewals (every
+-- third of one) mostly only read it. Returns the record. A client that
+-- meets a restarted node asks the others for it (ttl_record): a lease the
+-- node lost cannot outlive its start by more than its TTL (doc.go,
+-- "Restarts").
 local function note_ttl(lock, ttl)
   ttl = tonumber(ttl)
   local key = lock .. ':ttl'
-  local had = tonumber(redis.call('SET', key, ttl, 'PX', ttl, 'GET') or '0')
-  if had <= ttl then return ttl end
-  redis.call('SET', key, had, 'PX', had)
+  local had = tonumber(redis.call('GET', key) or '0')
+  if had < ttl then
+    redis.call('SET', key, ttl, 'PX', 3 * ttl)
+    return ttl
+  end
+  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, 3 * ttl) end
   return had
+end
+
+-- keep_ttl is note_ttl for a renewal: the record already covers the lease
+-- (its grant noted it, and a record never shrinks while a lease it covers
+-- lives), so it is only read, and noted again once less than a TTL is left.
+local function keep_ttl(lock, ttl)
+  if redis.call('PTTL', lock .. ':ttl') < tonumber(ttl) then note_ttl(lock, ttl) end
 end
 
 -- ttl_record is the longest TTL recorded beside any of locks (0 if none).
