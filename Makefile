@@ -2,20 +2,50 @@
 
 GO ?= go
 
+# Every module of the repository: each directory with a go.mod. The library
+# (the root module) requires only what a user's program needs; the CLI, the
+# OpenTelemetry observer, its SDK-reading tests, the container lab and the
+# benchmarks are modules of their own, so that their dependencies never
+# enter a user's module graph. go.work ties them together for editors and
+# `go run ./cmd/quorumlock`; the targets below build each module on its own
+# go.mod (GOWORK=off), as its users do.
+MODULES := $(sort $(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path './.git/*')))
+# bench's tests are measurements of minutes (make bench); make test builds,
+# vets and lints them but does not run them.
+TEST_MODULES := $(filter-out ./bench,$(MODULES))
+
+# staticcheck, pinned, installed from the Go module proxy into .bin/.
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK := $(CURDIR)/.bin/staticcheck-$(STATICCHECK_VERSION)
+
 .PHONY: test deps vet demo
 
-# Installs redis-server (and faketime) when missing, then runs every test
-# against real masters with the race detector, one package at a time (each
-# starts its own masters; two cores are shared by all of them).
+# Installs redis-server (and faketime) when missing, then runs every test of
+# every module against real masters with the race detector, one package at
+# a time (each starts its own masters; two cores are shared by all of them).
 test: deps vet
-	$(GO) test -race -count=1 -p 1 -timeout 20m ./...
+	@status=0; for m in $(TEST_MODULES); do \
+		echo "== go test $$m"; \
+		(cd $$m && GOWORK=off $(GO) test -race -count=1 -p 1 -timeout 20m ./...) || status=1; \
+	done; exit $$status
 
 deps:
 	@./scripts/deps.sh
 
-vet:
+# gofmt, then per module: go.mod tidy, go vet and staticcheck; and go.work
+# names every module.
+vet: $(STATICCHECK)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
-	$(GO) vet ./...
+	@for m in $(MODULES); do grep -qE "^[[:space:]]*(use[[:space:]]+)?$$m\$$" go.work || { echo "go.work: module $$m missing (go work use $$m)"; exit 1; }; done
+	@status=0; for m in $(MODULES); do \
+		echo "== vet $$m"; \
+		(cd $$m && GOWORK=off $(GO) mod tidy -diff && GOWORK=off $(GO) vet ./... && GOWORK=off $(STATICCHECK) ./...) || status=1; \
+	done; exit $$status
+
+$(STATICCHECK):
+	@mkdir -p $(CURDIR)/.bin
+	GOBIN=$(CURDIR)/.bin GOWORK=off $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@mv $(CURDIR)/.bin/staticcheck $@
 
 # The embedded demo: five in-process nodes, no server to install.
 demo:

@@ -46,8 +46,9 @@ var (
 )
 
 // libraryScripts returns the library's scripts by SHA1, read from
-// ../redlock as the library embeds them (start.lua and line.lua precede
-// acquire.lua, racquire.lua, permit.lua and extend.lua: redlock/scripts.go).
+// ../redlock as the library embeds them (start.lua, line.lua and lease.lua
+// precede acquire.lua, racquire.lua, permit.lua and extend.lua; lease.lua
+// precedes release.lua and rrelease.lua: redlock/scripts.go).
 func libraryScripts(t testing.TB) (bySHA map[string]string, src map[string]string) {
 	t.Helper()
 	read := func(name string) string {
@@ -57,14 +58,15 @@ func libraryScripts(t testing.TB) (bySHA map[string]string, src map[string]strin
 		}
 		return string(b)
 	}
-	prelude := read("start") + read("line")
+	lease := read("lease")
+	prelude := read("start") + read("line") + lease
 	src = map[string]string{
 		"acquire":  prelude + read("acquire"),
 		"racquire": prelude + read("racquire"),
 		"permit":   prelude + read("permit"),
 		"extend":   prelude + read("extend"),
-		"release":  read("release"),
-		"rrelease": read("rrelease"),
+		"release":  lease + read("release"),
+		"rrelease": lease + read("rrelease"),
 		"fence":    read("fence"),
 		"leave":    read("leave"),
 	}

@@ -5,6 +5,7 @@
 -- overlapping sets never hold part of one and wait for the rest.
 -- KEYS, per lock (5 each):
 --   the lock: a hash with field "owner" and one field "h:<hold>" per hold,
+--   valued its lease end in server ms (lease.lua),
 --   the fencing counter,
 --   the waiters' queue: a sorted set of owners by ticket (first attempt time)
 --   — readers (racquire.lua) wait in it too, as "r:<owner>",
@@ -79,6 +80,7 @@ if refused then
 end
 
 local t = redis.call('TIME')
+local ends = server_ms(t) + tonumber(ARGV[3])
 local out = {1}
 local longest = 0
 for i = 1, n do
@@ -87,18 +89,17 @@ for i = 1, n do
   if redis.call('HGET', lock, 'owner') == ARGV[1] then
     -- A re-sent attempt (its reply was lost) or a nested hold of the same
     -- owner: the same hold id is the same field, so a re-send never counts
-    -- twice. Never shorten the lease.
-    redis.call('HSET', lock, hold, 1)
-    if redis.call('PTTL', lock) < tonumber(ARGV[3]) then
-      redis.call('PEXPIRE', lock, ARGV[3])
-    end
-    out[i + 1] = tonumber(redis.call('GET', fence) or '0')
+    -- twice. The lock lives as long as its longest live hold; the token is
+    -- the counter, kept as long (lease.lua).
+    redis.call('HSET', lock, hold, ends)
+    lease_holds(lock, server_ms(t))
+    out[i + 1] = counter_held(fence, t, ARGV[6])
   else
     -- A grant keeps the waiter's place in line: if the attempt fails on the
     -- other nodes and is undone, it must still be first here next time, or
     -- two waiters that split the nodes would swap places forever. Unlock
     -- removes it.
-    redis.call('HSET', lock, 'owner', ARGV[1], hold, 1)
+    redis.call('HSET', lock, 'owner', ARGV[1], hold, ends)
     redis.call('PEXPIRE', lock, ARGV[3])
     -- The token is the larger of the counter + 1 and this node's clock in
     -- microseconds: it grows with the counter while the fencing state lives,

@@ -187,7 +187,12 @@
 //
 // An owner's readers and writer are not one holder: with WithOwner, asking
 // to write while holding a read — or to read while writing — waits for
-// oneself, as with sync.RWMutex.
+// oneself, as with sync.RWMutex. Its readers nest, though: a reader of an
+// owner that already reads the key on a node is granted there at once,
+// even while a writer waits in line — that writer waits for the owner's
+// first read, so the owner must not wait for it. The price: an owner that
+// always keeps one read held keeps writers waiting, as any reader that
+// never lets go would.
 //
 // # Reentrancy
 //
@@ -197,6 +202,17 @@
 // attempt whose reply was lost carries the same hold, so it never counts
 // twice.
 //
+// Each hold keeps its own lease. On a node a hold records its lease end —
+// its TTL from its grant or last renewal, by the node's clock — and the
+// key's expiry there is the latest lease end among the owner's live holds,
+// set again by every grant, renewal and release. So holds of one owner
+// with different TTLs (a per-call WithTTL, or processes sharing a job ID
+// as owner) never cut each other's lease: renewing or releasing a short
+// hold never shortens the lease a longer one relies on, whichever came
+// first, and the key is free once every hold was released or ran out. The
+// same holds for LockMany's keys and a semaphore's permits; readers are
+// members of their own, each with its lease, already.
+//
 // # Fencing tokens
 //
 // On each grant a node issues the larger of its counter for the key plus
@@ -205,9 +221,21 @@
 // TryLock returns, that token is written back to every granting node that is
 // behind, so a majority of nodes holds a counter at least as large; Unlock
 // raises the counter of every node that answers to it as well.
-// The counters expire WithFenceRetention (a day by default) after the last
-// grant or release that touched them, so locking many distinct keys leaves
-// nothing behind.
+//
+// A counter lives as long as its key is held, and a retention more: every
+// grant, renewal and release that touches it keeps it for at least
+// WithFenceRetention from then (a day by default; always longer than the
+// TTL), a write-back keeps what its grant set, and none shortens what a
+// holder with a longer retention set.
+// So no counter expires while any hold of its key — a writer, a reader, a
+// nested hold, a permit — still lives, however long it is renewed. A key
+// left untouched for longer than the retention loses its counters, so
+// locking many distinct keys leaves nothing behind. Its next grant then
+// issues the node's clock in microseconds; a reader or a nested hold that
+// finds no counter takes the clock too (and stores it as the counter). A
+// nested hold's token is the counter of its granting nodes, at least the
+// outer holding's: its majority meets the one the outer token was written
+// back to, whose counters live as long as the outer hold.
 //
 // Why tokens only grow. A later holding's majority intersects the majority
 // the earlier token was written back to. If a node in both still has its
@@ -226,10 +254,13 @@
 // promised.
 //
 // A reader issues no token: its Token is the largest counter among its
-// grants, written back to them as a writer's is. That is at least the token
+// grants (a node's clock where it had none), written back to them as a
+// writer's is. That is at least the token
 // of every writer that released the key before it: the reader's majority
 // meets the one that writer's token was written back to, at a node that
-// granted the reader only after that writer's lock there was gone. And
+// granted the reader only after that writer's lock there was gone — with
+// the counter, at least that token, or, once it expired a retention later,
+// with the node's clock, larger still. And
 // every later writer's token is larger than it, by the argument above: the
 // later writer's majority meets the reader's, at a node whose counter
 // already held the reader's token when it granted the writer, since it did
@@ -268,10 +299,11 @@
 // permit of the recorded one is held there; a holder's permit is held on a
 // majority, which meets the majority another attempt needs, so an attempt
 // with another limit cannot win while anyone holds a permit (Acquire returns
-// ErrInvalid). The record lives for the fencing retention after the last
-// grant or renewal of a permit held with it — the watchdog's renewals keep
-// it as they keep the permit, and a node that lost both gets both back from
-// the renewal's repair — so it outlives every permit held with it. Only
+// ErrInvalid). The record lives for at least the fencing retention after
+// the last grant or renewal of a permit held with it — the watchdog's
+// renewals keep it as they keep the permit, none shortens it, and a node
+// that lost both gets both back from the renewal's repair — so it outlives
+// every permit held with it. Only
 // holders that stop renewing, yet keep using their permit past its validity,
 // or an operator deleting the record, leave a gap; even then the bound
 // degrades only to the larger limit: permit i is the same key whatever the

@@ -7,40 +7,42 @@ import (
 	"sync"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
-// embedded starts five in-process Redis-compatible nodes, so that the
-// examples run anywhere; real deployments use five independent masters.
-// Embedded nodes cannot say when they started (no INFO server), so the
-// examples turn restart detection off: their nodes never restart.
-func embedded() ([]redis.UniversalClient, []*miniredis.Miniredis, func()) {
+// masters starts five local redis-server masters, new and so vouched for
+// (TrustStart: no lease can have been lost by their start), and returns a
+// client of each; stop closes the clients and the servers. The examples
+// run on real masters as deployments do; where no redis-server is
+// installed the test binary skips them (redislab.SkipExamplesWithoutServer).
+func masters() ([]redis.UniversalClient, func()) {
+	lab, stopLab, err := redislab.Launch(5)
+	if err != nil {
+		panic(err)
+	}
 	var clients []redis.UniversalClient
-	var servers []*miniredis.Miniredis
-	for range 5 {
-		s := miniredis.NewMiniRedis()
-		if err := s.Start(); err != nil {
+	for _, addr := range lab.Addrs() {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		if err := redlock.TrustStart(context.Background(), c); err != nil {
 			panic(err)
 		}
-		servers = append(servers, s)
-		clients = append(clients, redis.NewClient(&redis.Options{Addr: s.Addr()}))
+		clients = append(clients, c)
 	}
-	return clients, servers, func() {
-		for i := range clients {
-			clients[i].Close()
-			servers[i].Close()
+	return clients, func() {
+		for _, c := range clients {
+			c.Close()
 		}
+		stopLab()
 	}
 }
 
-// embeddedClient is a Client over embedded nodes (see embedded), with a
-// node timeout that a loaded machine meets and restart detection off, and
-// opts after those; stop closes both.
-func embeddedClient(opts ...redlock.Option) (*redlock.Client, func()) {
-	nodes, _, stopNodes := embedded()
-	locks, err := redlock.New(nodes, append([]redlock.Option{redlock.WithNodeTimeout(250 * time.Millisecond), redlock.WithRestartGuard(0)}, opts...)...)
+// exampleClient is a Client over new masters (see masters), with a node
+// timeout that a loaded machine meets and opts after it; stop closes both.
+func exampleClient(opts ...redlock.Option) (*redlock.Client, func()) {
+	nodes, stopNodes := masters()
+	locks, err := redlock.New(nodes, append([]redlock.Option{redlock.WithNodeTimeout(250 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		panic(err)
 	}
@@ -69,26 +71,15 @@ func (s *fencedStore) Write(token int64, value string) error {
 // A holder stalls past its lease; the next holder writes; the stalled one's
 // late write is rejected by its fencing token.
 func Example_fencedStore() {
-	nodes, servers, stop := embedded()
+	locks, stop := exampleClient(redlock.WithAutoRenew(false), redlock.WithTTL(time.Second))
 	defer stop()
-	// Embedded nodes share this process's CPU: a roomy node timeout keeps
-	// every attempt of the example a first success, so its tokens are fixed.
-	locks, err := redlock.New(nodes, redlock.WithAutoRenew(false), redlock.WithTTL(time.Second),
-		redlock.WithNodeTimeout(250*time.Millisecond), redlock.WithRestartGuard(0))
-	if err != nil {
-		panic(err)
-	}
-	defer locks.Close()
 	ctx := context.Background()
 	store := &fencedStore{}
 
 	slow, _ := locks.Lock(ctx, "invoice:7")
 	fmt.Println("slow holder's token:", slow.Token() > 0)
-	for _, s := range servers { // the slow holder stalls until its lease ends everywhere
-		s.FastForward(2 * time.Second)
-	}
-
-	err = locks.Do(ctx, "invoice:7", func(ctx context.Context) error {
+	// The slow holder stalls: Do waits until its lease ends everywhere.
+	err := locks.Do(ctx, "invoice:7", func(ctx context.Context) error {
 		l, _ := redlock.FromContext(ctx)
 		fmt.Println("next holder's token is larger:", l.Token() > slow.Token())
 		return store.Write(l.Token(), "paid by the next holder")
@@ -123,7 +114,7 @@ func ExampleNew_sameMasterTwice() {
 
 // TryLock makes one attempt; a refusal says how each node voted.
 func ExampleClient_TryLock() {
-	locks, stop := embeddedClient()
+	locks, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
 
@@ -163,7 +154,7 @@ func (refusals) AcquireDone(_ context.Context, key string, _ *redlock.Lock, _ ti
 // Given to one call, it is told of that acquisition's events only (and of
 // its Lock's, had it been obtained).
 func ExampleNopObserver() {
-	locks, stop := embeddedClient()
+	locks, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
 
@@ -181,7 +172,7 @@ func ExampleNopObserver() {
 // Two permits of "thumbnails": two holders at once, the third is refused
 // until one of them leaves, and then gets the permit that was freed.
 func ExampleClient_TryAcquire() {
-	locks, stop := embeddedClient()
+	locks, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
 
@@ -209,7 +200,7 @@ func ExampleClient_TryAcquire() {
 // Readers share a key, a writer excludes them, and a reader carries the
 // token of the writer before it.
 func Example_readersAndWriters() {
-	locks, stop := embeddedClient(redlock.WithAutoRenew(false))
+	locks, stop := exampleClient(redlock.WithAutoRenew(false))
 	defer stop()
 	ctx := context.Background()
 
@@ -245,7 +236,7 @@ func Example_readersAndWriters() {
 // Run is Do's part after the acquisition, for a hold of any kind: here a
 // reader's. fn's ctx carries the hold, and the hold is released after fn.
 func ExampleLock_Run() {
-	locks, stop := embeddedClient()
+	locks, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
 

@@ -88,8 +88,14 @@ func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 // each is released by its own Unlock, and the key is freed when the last one
 // is. Every acquisition with the same owner — from any goroutine or process —
 // counts as the same holder, so owner must be unique to whatever should
-// exclude others (e.g. a job ID). Without it (the default) every acquisition
-// is its own owner and locks are not reentrant, as with sync.Mutex. An owner
+// exclude others (e.g. a job ID). Each hold keeps its own TTL: on each node
+// the key lives as long as the owner's longest live hold, so holds with
+// different TTLs — per call, or from processes sharing the owner — never
+// shorten each other's lease, in whatever order they are taken, renewed or
+// released. Readers of an owner that already reads a key are granted at
+// once, even while a writer waits (RLock). Without an owner (the default)
+// every acquisition is its own owner and locks are not reentrant, as with
+// sync.Mutex. An owner
 // may not be empty, nor start with "r:", which marks readers (RLock) in the
 // waiters' queues on the nodes.
 func WithOwner(owner string) Option {
@@ -129,8 +135,11 @@ func WithRestartGuard(d time.Duration) Option {
 }
 
 // WithFenceRetention sets how long a key's fencing state is kept on a node
-// after the last grant or release that touched it; then it expires, so that
-// locking many distinct keys leaves no state behind. Tokens still grow after
+// after the last grant, renewal or release that touched it — never less,
+// since none shortens it, so it lives as long as any hold of the key and d
+// more; then it expires, so that locking many distinct keys leaves no state
+// behind. A reader or nested hold that finds none takes the node's clock
+// in microseconds instead (see the package doc). Tokens still grow after
 // it expired: each node's token is the larger of its counter + 1 and its
 // clock in microseconds, so a key locked again after its state expired on
 // every node gets a larger token, as long as the masters' clocks did not

@@ -1,7 +1,8 @@
 -- Permit: grant one free permit of a semaphore of L permits, each a lock
 -- like acquire.lua's, if no live waiter needs it first; or the permit this
 -- owner already holds here (a re-sent attempt, or a nested hold).
--- KEYS: the L permits' locks (hashes: "owner" and one "h:<hold>" per hold),
+-- KEYS: the L permits' locks (hashes: "owner" and one "h:<hold>" per hold,
+-- valued its lease end: lease.lua),
 -- then their L fencing counters, then the semaphore's waiters' queue (a
 -- sorted set of owners by ticket), its leases (owners by lease end, server
 -- ms), and its limit record (the limit its holders were granted with).
@@ -54,13 +55,14 @@ local function granted(j, token)
   return out
 end
 
+local ends = server_ms(t) + tonumber(ARGV[3])
 if mine then
-  -- The same hold id is the same field: a re-send never counts twice.
-  redis.call('HSET', KEYS[mine], 'h:' .. ARGV[2], 1)
-  if redis.call('PTTL', KEYS[mine]) < tonumber(ARGV[3]) then
-    redis.call('PEXPIRE', KEYS[mine], ARGV[3])
-  end
-  return granted(mine, tonumber(redis.call('GET', KEYS[L + mine]) or '0'))
+  -- The same hold id is the same field: a re-send never counts twice. The
+  -- permit lives as long as its owner's longest live hold; the token is
+  -- the counter, kept as long (lease.lua).
+  redis.call('HSET', KEYS[mine], 'h:' .. ARGV[2], ends)
+  lease_holds(KEYS[mine], server_ms(t))
+  return granted(mine, counter_held(KEYS[L + mine], t, ARGV[6]))
 end
 
 -- Live waiters ahead of us take the free permits first: a waiter's rank in
@@ -96,12 +98,13 @@ for k = 0, L - 1 do
       redis.call('ZREM', queue, ARGV[1])
       redis.call('ZREM', leases, ARGV[1])
     end
-    redis.call('HSET', KEYS[j], 'owner', ARGV[1], 'h:' .. ARGV[2], 1)
+    redis.call('HSET', KEYS[j], 'owner', ARGV[1], 'h:' .. ARGV[2], ends)
     redis.call('PEXPIRE', KEYS[j], ARGV[3])
     local fence = KEYS[L + j]
     local token = math.max(tonumber(redis.call('GET', fence) or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
     redis.call('SET', fence, string.format('%d', token), 'PX', ARGV[6])
-    redis.call('SET', record, L, 'PX', ARGV[6])
+    -- Other permits' holders may rely on the record for longer.
+    set_kept(record, L, ARGV[6])
     return granted(j, token)
   end
 end

@@ -1,10 +1,12 @@
 -- RAcquire: grant a shared hold (RLock) of one lock if no writer holds it
--- and no live writer waits ahead of us; otherwise refuse, and wait in line.
+-- and no live writer waits ahead of us — or another hold of our owner
+-- reads here already (a nested reader); otherwise refuse, and wait in line.
 -- KEYS: as acquire.lua's for one lock — the lock, the fencing counter, the
 -- waiters' queue, its leases, the readers.
 -- ARGV as acquire.lua's: [1] owner, [2] hold id, [3] TTL in ms, [4] ticket
 -- ("" for a one-shot attempt, which never queues), [5] queue lease in ms,
--- [6] the fencing retention in ms (unused: a reader issues no token),
+-- [6] the fencing retention in ms: a reader issues no token, but keeps
+-- the counter it reads for at least that long (lease.lua),
 -- [7] restart detection.
 -- A reader is the member "<owner> <hold>" of the readers, scored by its
 -- lease end in server ms (Redis 7.0 has no per-member TTL); the set's TTL
@@ -12,8 +14,9 @@
 -- "r:<owner>", in ticket order with the writers: a writer behind it waits
 -- for it, and it waits for every writer ahead of it — so a stream of
 -- readers cannot starve a writer.
--- Returns {1, the fencing counter (0 if none)} when granted — the token of
--- the last writer; a reader issues none — followed by start_info's fields
+-- Returns {1, the fencing counter} when granted — the token of the last
+-- writer, or where the counter expired the node's clock in µs, which is
+-- larger (lease.lua) — followed by start_info's fields
 -- as acquire.lua; {0, the writer's remaining TTL in ms} when refused (0
 -- when a writer waits ahead), followed as acquire.lua's by start_info's.
 -- A grant records its TTL beside the lock, as a writer's does (note_ttl).
@@ -52,13 +55,27 @@ local function writer_ahead()
   return false
 end
 
+-- owner_reads says whether another live hold of our owner reads here: a
+-- nested reader, granted at once even while a writer waits — the writer
+-- waits for the owner's first read, so that read's owner must not wait
+-- for it. A member is "<owner> <hold>", and a hold id has no space.
+local function owner_reads()
+  local prefix = ARGV[1] .. ' '
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', readers, '(' .. now_ms(), '+inf')) do
+    if string.sub(m, 1, #prefix) == prefix and not string.find(m, ' ', #prefix + 1, true) then
+      return true
+    end
+  end
+  return false
+end
+
 if redis.call('EXISTS', lock) == 1 then
   wait_in_line()
   return refusal(redis.call('PTTL', lock), ARGV[7], {lock})
 end
 -- A re-sent attempt (its reply was lost) is granted again: it is ours.
 local mine = redis.call('ZSCORE', readers, reader)
-if not (mine and tonumber(mine) > now_ms()) and writer_ahead() then
+if not (mine and tonumber(mine) > now_ms()) and writer_ahead() and not owner_reads() then
   return refusal(0, ARGV[7], {lock})
 end
 
@@ -69,7 +86,7 @@ if redis.call('PTTL', readers) < tonumber(ARGV[3]) then
   redis.call('PEXPIRE', readers, ARGV[3])
 end
 local longest = note_ttl(lock, ARGV[3])
-local out = {1, tonumber(redis.call('GET', fence) or '0')}
+local out = {1, counter_held(fence, t, ARGV[6])}
 local start = start_info(ARGV[7], t, function() return longest end)
 if start then
   for _, v in ipairs(start) do out[#out + 1] = v end

@@ -3,7 +3,8 @@
 -- KEYS, per lock (4 each): the lock, the fencing counter, the waiters'
 -- queue, its leases.
 -- ARGV[1] owner, ARGV[2] hold id, ARGV[3] "1" to release the whole lock, "0"
--- to drop only this hold (the lock is deleted when no hold is left),
+-- to drop only this hold (the lock is deleted when no live hold is left,
+-- else it lives as long as the longest of them: lease.lua),
 -- ARGV[4] "1" to announce a freed lock, when waiters are queued, on its
 -- channel (the message names the first in line, so that only it need wake;
 -- it is "" — everyone wakes — when that is a reader);
@@ -25,14 +26,16 @@ local function release(lock, fence, queue, leases, token, channel)
     redis.call('ZREM', leases, ARGV[1])
   end
   if token > 0 and tonumber(redis.call('GET', fence) or '0') < token then
-    redis.call('SET', fence, string.format('%d', token), 'PX', ARGV[5])
+    set_kept(fence, string.format('%d', token), ARGV[5])
   end
   if redis.call('HGET', lock, 'owner') ~= ARGV[1] then
     return 0
   end
   if ARGV[3] ~= '1' then
+    -- The other holds keep the lock as long as the longest of them lives
+    -- (lease.lua); with none alive it is freed.
     redis.call('HDEL', lock, 'h:' .. ARGV[2])
-    if redis.call('HLEN', lock) > 1 then
+    if lease_holds(lock, server_ms(redis.call('TIME'))) then
       return 2
     end
   end

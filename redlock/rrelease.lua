@@ -13,7 +13,7 @@
 local lock, fence, queue, leases, readers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local token = tonumber(ARGV[5])
 if token > 0 and tonumber(redis.call('GET', fence) or '0') < token then
-  redis.call('SET', fence, string.format('%d', token), 'PX', ARGV[4])
+  set_kept(fence, string.format('%d', token), ARGV[4])
 end
 local ours = redis.call('ZREM', readers, ARGV[1] .. ' ' .. ARGV[2])
 if ARGV[3] ~= '1' or redis.call('EXISTS', queue) == 0 then

@@ -12,9 +12,10 @@ import (
 // writer's: Done closes and Err returns ErrLockLost before Until when it is
 // lost; Unlock and Extend behave as a writer's do. Key and Keys give key;
 // Token gives the fencing token of the last writer — the largest fencing
-// counter among the granting nodes, which a reader does not raise — so a
-// store that takes writes fenced by writers can check that a reader saw the
-// latest of them.
+// counter among the granting nodes, which a reader does not raise; a node
+// whose counter expired (the key untouched for the fencing retention) gives
+// its clock in microseconds, which is larger — so a store that takes writes
+// fenced by writers can check that a reader saw the latest of them.
 //
 // Readers and writers wait in one line, in the order of their first
 // attempt: a reader waits for every writer ahead of it, a writer for every
@@ -38,7 +39,9 @@ import (
 // holds a reader and asks to write (or holds the writer and asks to read)
 // waits for itself, as a goroutine that holds a sync.RWMutex's read lock
 // and calls Lock does. Readers of one owner may nest: each is a hold of its
-// own.
+// own, with its own TTL, and a reader of an owner that already reads key is
+// granted at once, even while a writer waits for that first read — so an
+// owner that always keeps one read held keeps writers waiting.
 //
 // When RLock gives up, the error matches ErrNotObtained and ctx.Err(), as
 // Lock's does. It refuses, with ErrInvalid and nothing sent, the input Lock
@@ -51,7 +54,8 @@ func (c *Client) RLock(ctx context.Context, key string, opts ...Option) (*Lock, 
 // and returns at once: the Lock, or an error matching ErrNotObtained, with
 // the *QuorumError of each node's vote. It is refused while a writer holds
 // key, and while any writer waits for it — a reader may not jump ahead of a
-// writer in line — even if only readers hold it. A failed attempt is undone
+// writer in line — even if only readers hold it, unless its owner
+// (WithOwner) already reads key: readers of one owner nest. A failed attempt is undone
 // on every node that may have granted it, in the background, as TryLock's
 // is.
 func (c *Client) TryRLock(ctx context.Context, key string, opts ...Option) (*Lock, error) {

@@ -11,6 +11,8 @@ var (
 	startSrc string
 	//go:embed line.lua
 	lineSrc string
+	//go:embed lease.lua
+	leaseSrc string
 	//go:embed acquire.lua
 	acquireSrc string
 	//go:embed extend.lua
@@ -30,14 +32,16 @@ var (
 
 	// These may have to say when their node started, and read the
 	// waiters' line or leases: start.lua's and line.lua's functions come
-	// first in each.
-	acquireScript  = newScript(startSrc + lineSrc + acquireSrc)
-	racquireScript = newScript(startSrc + lineSrc + racquireSrc)
-	permitScript   = newScript(startSrc + lineSrc + permitSrc)
-	extendScript   = newScript(startSrc + lineSrc + extendSrc)
+	// first in each. Every script that writes holds or fencing counters
+	// has lease.lua's functions before its own — but fence.lua, which
+	// raises counters a grant has just kept.
+	acquireScript  = newScript(startSrc + lineSrc + leaseSrc + acquireSrc)
+	racquireScript = newScript(startSrc + lineSrc + leaseSrc + racquireSrc)
+	permitScript   = newScript(startSrc + lineSrc + leaseSrc + permitSrc)
+	extendScript   = newScript(startSrc + lineSrc + leaseSrc + extendSrc)
 
-	releaseScript  = newScript(releaseSrc)
-	rreleaseScript = newScript(rreleaseSrc)
+	releaseScript  = newScript(leaseSrc + releaseSrc)
+	rreleaseScript = newScript(leaseSrc + rreleaseSrc)
 	fenceScript    = newScript(fenceSrc)
 	leaveScript    = newScript(leaveSrc)
 )

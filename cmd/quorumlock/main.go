@@ -9,6 +9,7 @@
 //	quorumlock status --nodes host:port,... --key K [--limit N] [--json]
 //	quorumlock demo   [--nodes host:port,...] [flags]
 //	quorumlock trust  --nodes host:port,...
+//	quorumlock version
 //
 // Run "quorumlock help SUBCOMMAND" for the flags, examples and exit statuses
 // of each subcommand.
@@ -114,6 +115,7 @@ Usage:
   quorumlock demo   [--nodes host:port,...] [flags]
   quorumlock trust  --nodes host:port,...
   quorumlock help   [SUBCOMMAND]
+  quorumlock version
 
 Subcommands:
   run      acquire the lock, run CMD while the lock is renewed, release it when
@@ -127,6 +129,7 @@ Subcommands:
            node is killed and restarted; five embedded nodes unless --nodes
   trust    vouch that new masters' processes have no lock to forget, so
            that locks need not wait out the restart guard after they start
+  version  print quorumlock's release and the go-redis and Go it was built with
 
 Nodes are independent Redis masters (not replicas of one another), given as
 host:port or redis:// URLs, comma-separated; $QUORUMLOCK_NODES is the default.

@@ -4,16 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/quorum"
 	"github.com/seed818c56a1/quorumlock/redlock"
+	"golang.org/x/sync/errgroup"
 )
 
 // query asks every node in parallel, each in one round trip under
-// --timeout, and tallies.
+// --timeout, waits for all (errgroup), and tallies. A node's failure is
+// its row of the table, so it stops none of the others.
 func query(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
 	names := redlock.Keys(f.prefix, f.key)
 	n := len(ns.clients)
@@ -22,16 +23,17 @@ func query(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
 	if f.limit > 0 {
 		st.Semaphore = newSemaphore(f.prefix, f.key, f.limit, n)
 	}
-	var wg sync.WaitGroup
+	var g errgroup.Group
 	for i, rdb := range ns.clients {
-		wg.Go(func() {
+		g.Go(func() error {
 			ctx, cancel := context.WithTimeout(ctx, f.timeout)
 			defer cancel()
 			st.queryNode(ctx, rdb, i)
 			st.setAddr(i, ns.addrs[i])
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait() // nothing to report: each node's error is in st
 	st.tally()
 	return st
 }

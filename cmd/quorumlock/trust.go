@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/redlock"
+	"golang.org/x/sync/errgroup"
 )
 
 // defaultTrustTimeout bounds the vouch of each node.
@@ -55,16 +55,19 @@ func (c *cli) trust(args []string) int {
 		return exitInUse
 	}
 
+	// Every node is vouched for in parallel; errgroup waits for all. A
+	// node's failure stops none of the others: each is reported on its line.
 	vouches := make([]vouch, len(addrs))
-	var wg sync.WaitGroup
+	var g errgroup.Group
 	for i, rdb := range ns.clients {
-		wg.Go(func() {
+		g.Go(func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 			defer cancel()
 			vouches[i] = vouchFor(ctx, addrs[i], rdb)
+			return vouches[i].err
 		})
 	}
-	wg.Wait()
+	_ = g.Wait() // every node's error is in vouches, printed below
 	failed := 0
 	for _, v := range vouches {
 		if v.err != nil {

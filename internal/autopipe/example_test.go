@@ -7,20 +7,28 @@ import (
 	"sync"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed818c56a1/quorumlock/internal/autopipe"
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
 )
 
-// Concurrent callers share round trips; each gets its own reply.
-func Example() {
-	srv, err := miniredis.Run() // an embedded server, for the example
+// server starts one local redis-server for an example and returns its
+// address and a function that stops it. Where none is installed the test
+// binary skips the examples (redislab.SkipExamplesWithoutServer).
+func server() (string, func()) {
+	lab, stop, err := redislab.Launch(1)
 	if err != nil {
 		panic(err)
 	}
-	defer srv.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	return lab.Addrs()[0], stop
+}
+
+// Concurrent callers share round trips; each gets its own reply.
+func Example() {
+	addr, stop := server()
+	defer stop()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	p := autopipe.New(rdb)
 	defer p.Close()
@@ -44,12 +52,9 @@ func Example() {
 // A call that stops waiting returns ErrAbandoned at once; its real outcome
 // still arrives, through late — here to a caller that would undo it.
 func ExamplePipe_DoLate() {
-	srv, err := miniredis.Run()
-	if err != nil {
-		panic(err)
-	}
-	defer srv.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	addr, stop := server()
+	defer stop()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	p := autopipe.New(rdb)
 	defer p.Close()
@@ -59,7 +64,7 @@ func ExamplePipe_DoLate() {
 	late := make(chan *redis.Cmd, 1)
 	// BLPOP stands in for a slow master: it answers once the list has an
 	// element.
-	err = p.DoLate(ctx, func(cmd *redis.Cmd) { late <- cmd }, "blpop", "jobs", 0).Err()
+	err := p.DoLate(ctx, func(cmd *redis.Cmd) { late <- cmd }, "blpop", "jobs", 0).Err()
 	fmt.Println("gave up:", err)
 	rdb.RPush(context.Background(), "jobs", "j1")
 	cmd := <-late

@@ -7,10 +7,12 @@
 //     repository's docker-compose.yml. Its nodes are flushed at Start and are
 //     not controllable. Ignored when WithArgs or WithWrapper is given, since
 //     the lab cannot apply settings to servers it did not start.
-//  2. A reachable Docker engine: n containers of image redis:7 through
-//     testcontainers-go (skipped when WithWrapper is given).
-//  3. Local redis-server processes on free loopback ports, each with its own
+//  2. Local redis-server processes on free loopback ports, each with its own
 //     data dir; the only controllable nodes (Kill, Restart, Pause, Resume).
+//
+// Containers are not started here: testcontainers-go and the Docker client
+// would enter the root go.mod, and so every user's module graph. The
+// container checks live in the lab module (directory lab/).
 //
 // All nodes run with the embedded redis.conf (Conf). When no server can be
 // had, Start skips the test, or fails it when CI=true.
@@ -82,9 +84,6 @@ func Start(t testing.TB, n int, opts ...Option) *Lab {
 	if addrs := os.Getenv(envAddrs); addrs != "" && !custom {
 		return startExternal(t, n, addrs)
 	}
-	if len(cfg.wrapper) == 0 && dockerReachable() {
-		return startContainers(t, n, &cfg)
-	}
 	return startLocal(t, n, &cfg)
 }
 
@@ -109,8 +108,8 @@ func unavailable(t testing.TB, why string) {
 	if os.Getenv(envCI) == "true" {
 		t.Fatalf("redislab: %s (CI=true, so this is a failure)", why)
 	}
-	t.Skipf("redislab: %s; install redis-server (Debian: apt-get install -y redis-server), "+
-		"set %s to a running lab, or start a Docker engine", why, envAddrs)
+	t.Skipf("redislab: %s; install redis-server (Debian: apt-get install -y redis-server) "+
+		"or set %s to a running lab", why, envAddrs)
 }
 
 // Addrs returns the host:port of every node, in order.

@@ -1,6 +1,7 @@
 package redislab
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
 )
 
 // Files a local node keeps in its data dir across restarts.
@@ -51,8 +53,9 @@ func (l *local) addr() string {
 }
 
 // startOnFreePort writes the config and starts the process on a free
-// loopback port, trying another port when the picked one was taken.
-func (l *local) startOnFreePort() error {
+// loopback port, trying another port when the picked one was taken, until
+// ctx ends.
+func (l *local) startOnFreePort(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := os.MkdirAll(l.dir, 0o755); err != nil {
@@ -63,6 +66,9 @@ func (l *local) startOnFreePort() error {
 	}
 	var err error
 	for range bindAttempts {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("redislab: not started: %w", context.Cause(ctx))
+		}
 		if l.port, err = freePort(); err != nil {
 			return err
 		}
@@ -214,19 +220,34 @@ func startLocal(t testing.TB, n int, cfg *config) *Lab {
 			unavailable(t, fmt.Sprintf("wrapper %q not on PATH", cfg.wrapper[0]))
 		}
 	}
-	base := t.TempDir()
+	locals := newLocals(t.TempDir(), bin, n, cfg)
+	t.Cleanup(func() { stopLocals(t, locals) })
+	return localLab(t, locals, startLocals(locals))
+}
+
+// newLocals returns n nodes with data dirs node1..noden under base.
+func newLocals(base, bin string, n int, cfg *config) []*local {
 	locals := make([]*local, n)
 	for i := range locals {
 		locals[i] = newLocal(filepath.Join(base, fmt.Sprintf("node%d", i+1)), bin, cfg)
 	}
-	t.Cleanup(func() { stopLocals(t, locals) })
-	errs := make([]error, n)
-	var wg sync.WaitGroup
+	return locals
+}
+
+// startLocals starts every node in parallel and returns each one's error.
+// The start waits for every node and stops at the first failure: the
+// others then try no further port (errgroup).
+func startLocals(locals []*local) []error {
+	errs := make([]error, len(locals))
+	g, ctx := errgroup.WithContext(context.Background())
 	for i, l := range locals {
-		wg.Go(func() { errs[i] = l.startOnFreePort() })
+		g.Go(func() error {
+			errs[i] = l.startOnFreePort(ctx)
+			return errs[i]
+		})
 	}
-	wg.Wait()
-	return localLab(t, locals, errs)
+	_ = g.Wait() // every node's error is in errs, for the caller to report
+	return errs
 }
 
 // localLab fails t, logging each failed node's output, unless all started.

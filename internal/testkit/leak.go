@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
 )
 
 // LeakIgnores are the goroutines that go-redis's own clients run (the idle
@@ -19,5 +21,10 @@ func LeakIgnores() []goleak.Option {
 
 // Main runs m's tests, then fails the run if any goroutine is left but
 // go-redis's own (LeakIgnores): the TestMain of a package whose tests start
-// goroutines over a lab.
-func Main(m *testing.M) { goleak.VerifyTestMain(m, LeakIgnores()...) }
+// goroutines over a lab. Its examples, which run on real masters, are
+// skipped where no redis-server is installed (see
+// redislab.SkipExamplesWithoutServer).
+func Main(m *testing.M) {
+	redislab.SkipExamplesWithoutServer()
+	goleak.VerifyTestMain(m, LeakIgnores()...)
+}

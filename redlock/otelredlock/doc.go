@@ -11,7 +11,9 @@
 // the global providers do nothing, and so does the observer but for the
 // global tracer's own non-recording span (3 allocations, a few hundred
 // nanoseconds per acquisition): nothing measurable next to the round trips
-// of an acquisition (BenchmarkTryLockUnlock, BenchmarkObserver).
+// of an acquisition (BenchmarkTryLockUnlock, BenchmarkObserver, in
+// internal/sdktest: the tests read the SDK, so they are a module apart and
+// this package's go.mod names the OpenTelemetry API only).
 //
 // # Metrics
 //

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -15,16 +14,18 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
 	"github.com/seed818c56a1/quorumlock/redlock"
 	"github.com/seed818c56a1/quorumlock/redlock/otelredlock"
 )
 
 // Wiring the observer into a Client. Here the SDK keeps everything in
-// memory, and three in-process Redis-compatible nodes stand in for real
-// masters; an application installs its exporters instead (or calls
-// otelredlock.New() with no options to use the global providers).
+// memory, over three local masters; an application installs its exporters
+// instead (or calls otelredlock.New() with no options to use the global
+// providers). The example lives in this test module, with the SDK, so that
+// otelredlock's own go.mod names only the OpenTelemetry API.
 func Example() {
-	nodes, stop := embedded(3)
+	nodes, stop := masters(3)
 	defer stop()
 	reader := sdkmetric.NewManualReader()
 	spans := tracetest.NewSpanRecorder()
@@ -34,10 +35,9 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	// Embedded nodes share this process's CPU: a roomy node timeout keeps
-	// every attempt of the example a first success, so its output is fixed.
-	locks, err := redlock.New(nodes, redlock.WithObserver(obs), redlock.WithNodeTimeout(250*time.Millisecond),
-		redlock.WithRestartGuard(0)) // embedded nodes cannot report their start
+	// A roomy node timeout keeps every attempt of the example a first
+	// success on a loaded machine, so its output is fixed.
+	locks, err := redlock.New(nodes, redlock.WithObserver(obs), redlock.WithNodeTimeout(250*time.Millisecond))
 	if err != nil {
 		panic(err)
 	}
@@ -74,23 +74,28 @@ func Example() {
 	// quorumlock.acquire Error error.type=not_obtained quorumlock.granted=0 quorumlock.key=orders/42 quorumlock.need=2 quorumlock.wait=false
 }
 
-// embedded starts n in-process Redis-compatible nodes.
-func embedded(n int) ([]redis.UniversalClient, func()) {
+// masters starts n local redis-server masters, new and so vouched for
+// (TrustStart), and returns a client of each; stop closes the clients and
+// the servers. Where no redis-server is installed the test binary skips the
+// examples (redislab.SkipExamplesWithoutServer).
+func masters(n int) ([]redis.UniversalClient, func()) {
+	lab, stopLab, err := redislab.Launch(n)
+	if err != nil {
+		panic(err)
+	}
 	var clients []redis.UniversalClient
-	var servers []*miniredis.Miniredis
-	for range n {
-		s := miniredis.NewMiniRedis()
-		if err := s.Start(); err != nil {
+	for _, addr := range lab.Addrs() {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		if err := redlock.TrustStart(context.Background(), c); err != nil {
 			panic(err)
 		}
-		servers = append(servers, s)
-		clients = append(clients, redis.NewClient(&redis.Options{Addr: s.Addr()}))
+		clients = append(clients, c)
 	}
 	return clients, func() {
-		for i := range clients {
-			clients[i].Close()
-			servers[i].Close()
+		for _, c := range clients {
+			c.Close()
 		}
+		stopLab()
 	}
 }
 

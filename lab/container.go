@@ -1,8 +1,7 @@
-package redislab
+package lab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,8 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
 )
 
 // Container settings: the image and the config path of docker-compose.yml.
@@ -29,10 +32,10 @@ const (
 	containerTimeout   = 2 * time.Minute
 )
 
-// dockerReachable reports, once per test binary, whether a Docker engine
+// DockerReachable reports, once per test binary, whether a Docker engine
 // answers. It asks the engine only when DOCKER_HOST is set or a known socket
 // exists, and gives up after dockerCheckTimeout.
-var dockerReachable = sync.OnceValue(func() bool {
+var DockerReachable = sync.OnceValue(func() bool {
 	if os.Getenv("DOCKER_HOST") == "" && !dockerSocketExists() {
 		return false
 	}
@@ -77,44 +80,48 @@ func dockerHealthy(ctx context.Context) (ok bool) {
 	return p.Health(ctx) == nil // Health closes the provider
 }
 
-// startContainers starts n redis:7 containers in parallel, terminated in
-// t.Cleanup. Their nodes are not controllable.
-func startContainers(t testing.TB, n int, cfg *config) *Lab {
+// StartContainers starts n redis:7 containers with the test lab's redis.conf
+// (redislab.Conf) in parallel, terminated in t.Cleanup, and returns the host
+// address of each once it answers. It skips t when no Docker engine is
+// reachable, and fails t when a container does not start: the start waits
+// for every container and stops at the first failure (errgroup).
+func StartContainers(t testing.TB, n int) []string {
 	t.Helper()
+	if !DockerReachable() {
+		t.Skip("lab: no Docker engine reachable (DOCKER_HOST or a docker.sock)")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), containerTimeout)
 	defer cancel()
 	ctrs := make([]*testcontainers.DockerContainer, n)
 	addrs := make([]string, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
+	g, ctx := errgroup.WithContext(ctx)
 	for i := range n {
-		wg.Go(func() { ctrs[i], addrs[i], errs[i] = runContainer(ctx, cfg.args) })
+		g.Go(func() (err error) {
+			ctrs[i], addrs[i], err = runContainer(ctx)
+			return err
+		})
 	}
-	wg.Wait()
+	err := g.Wait()
 	for _, c := range ctrs {
 		testcontainers.CleanupContainer(t, c)
 	}
-	if err := errors.Join(errs...); err != nil {
-		t.Fatalf("redislab: starting %s containers: %v", image, err)
+	if err != nil {
+		t.Fatalf("lab: starting %s containers: %v", image, err)
 	}
-	lab := &Lab{Nodes: make([]*Node, n)}
-	for i, a := range addrs {
-		lab.Nodes[i] = &Node{addr: a}
-	}
-	return lab
+	return addrs
 }
 
 // runContainer starts one container with the lab's redis.conf and returns
 // the host address of its Redis port once it answers PING.
-func runContainer(ctx context.Context, args []string) (*testcontainers.DockerContainer, string, error) {
+func runContainer(ctx context.Context) (*testcontainers.DockerContainer, string, error) {
 	c, err := testcontainers.Run(ctx, image,
 		testcontainers.WithFiles(testcontainers.ContainerFile{
-			Reader:            strings.NewReader(Conf),
+			Reader:            strings.NewReader(redislab.Conf),
 			ContainerFilePath: containerConf,
 			FileMode:          0o644,
 		}),
 		testcontainers.WithExposedPorts(redisPort),
-		testcontainers.WithCmd(append([]string{"redis-server", containerConf}, args...)...),
+		testcontainers.WithCmd("redis-server", containerConf),
 		testcontainers.WithWaitStrategy(wait.ForLog("Ready to accept connections")),
 	)
 	if err != nil {
@@ -122,7 +129,9 @@ func runContainer(ctx context.Context, args []string) (*testcontainers.DockerCon
 	}
 	addr, err := c.PortEndpoint(ctx, redisPort, "")
 	if err != nil {
-		return c, "", fmt.Errorf("redislab: port of container: %w", err)
+		return c, "", fmt.Errorf("lab: port of container: %w", err)
 	}
-	return c, addr, waitPing(addr, nil, startTimeout)
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	return c, addr, rdb.Ping(ctx).Err()
 }

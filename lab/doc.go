@@ -1,0 +1,10 @@
+// Package lab holds the checks of the five-node lab that need containers:
+// Redis masters started through testcontainers-go where a Docker engine is
+// reachable. It is a module of its own (github.com/seed818c56a1/quorumlock/lab)
+// so that testcontainers-go, the Docker client and what they bring never
+// enter the root go.mod, and so never a user's module graph; the root
+// module's tests start local redis-server processes (internal/redislab).
+//
+// The directory also holds toxiproxy.json, the proxy configuration of the
+// repository's docker-compose.yml.
+package lab
