@@ -105,39 +105,39 @@
 // may still live — whoever holds it, with whatever TTL. That is the
 // restart guard; this is how a Client learns it without being told.
 //
-// Every grant and renewal records its TTL beside its lock (<lock>:ttl,
-// under the lock's hash tag): the longest TTL granted there whose lease may
-// still live — a record is kept at least as long as the leases it covers
-// (a longer one lingers while shorter leases keep coming). While a Client
-// knows a node to be young — up for less than MaxRestartGuard (or the
-// acquisition's TTL, if longer) and not vouched for — every node it asks
-// reports its start and the keys' record, grants and refusals alike; a
-// young node's grant waits for the round's other answers and counts once
-// the node has been up for the longest record among them (at least the
-// asking acquisition's TTL). A Client meeting the nodes for the first time
-// asks all of them anyway, so its very first round carries the records.
+// Every grant (and repair) of a writer's lock or a permit records its TTL
+// in the lock itself (its field "ttl", the longest among its holds), so the
+// record lives exactly as long as the lease; readers record none, and a
+// node that live readers hold reports its record as unknown, read as
+// MaxRestartGuard. While a Client knows a node to be young — up for less
+// than MaxRestartGuard (or the acquisition's TTL, if longer) and not
+// vouched for — every node it asks reports its start and the record of the
+// keys asked, grants and refusals alike; a young node's grant waits for the
+// round's other answers and counts once the node has been up for the
+// longest record among them (at least the asking acquisition's TTL). A
+// Client meeting the nodes for the first time asks all of them anyway, so
+// its very first round carries the records.
 //
 // Why the records suffice: let L be a lease still valid, lost by a young
 // node that grants. If L's TTL is at most MaxRestartGuard, a node of L's
 // majority that is old (up for MaxRestartGuard, or vouched for) has not
-// restarted since L's last write there, so it still holds L — it refuses,
-// and its record covers L's TTL. So whenever an old node of L's majority
-// answers, the guard covers L; failing that, it covers L when a node that
-// granted or renewed L and kept its data answers. What remains is a lease
-// whose majority lost it, or does not answer, as a whole: masters that all
-// just started, or a majority restarted empty at once (a power cut). A
-// round in which no old node answered assumes the worst: its young nodes
-// count only after MaxRestartGuard.
+// restarted since L's last write there, so it still holds L: it refuses,
+// and reports L's TTL (or, for readers, MaxRestartGuard). So whenever a
+// node that still holds L answers — an old node of L's majority always
+// does — the guard covers L. What remains is a lease that every node
+// still holding it fails to report: its whole majority lost it (masters
+// that all just started, or a majority restarted empty at once, a power
+// cut) or does not answer. A round in which no old node answered assumes
+// the worst: its young nodes count only after MaxRestartGuard.
 //
 // The assumptions this adds to Redlock's: no lease has a TTL longer than
 // MaxRestartGuard unless every client of the masters sets WithRestartGuard
 // to at least it; and a round in which an old node answers also hears from
-// a node that granted or renewed each live lease of the key — which fails
-// only when every node that holds a still-valid lease lost it in an empty
-// restart or is cut off from the asking client, while old nodes that never
-// held it answer.
-// WithRestartGuard(d) sets the guard instead, the same for every node and
-// key (0: detection off).
+// a node that holds each valid lease of the key — which fails only when
+// every node that holds a still-valid lease lost it in an empty restart or
+// is cut off from the asking client, while old nodes that never held it
+// answer. WithRestartGuard(d) sets the guard instead, the same for every
+// node and key (0: detection off).
 //
 // # Waiting, in order
 //
@@ -318,15 +318,14 @@
 // # Keys
 //
 // A key is at most MaxKeyLen bytes. On a node it becomes <prefix>{key} and
-// its siblings (:fence, :queue, :leases, :readers, :ttl, and the :free channel),
+// its siblings (:fence, :queue, :leases, :readers, and the :free channel),
 // one hash tag, so that a node may be a Redis Cluster; a key containing '}'
 // is escaped inside the braces (see Keys), so every key works there. Every
 // key the library writes expires: the lock with its lease, the waiters'
 // queue with the waiters' leases, the readers with the longest reader's
 // lease (Redis 7.0 has no TTL per member: a reader is scored by its lease
-// end, and dropped once it passed), the record of the longest TTL in use
-// (:ttl, see Restarts) with the longest lease it covers, the fencing
-// counter with its retention. A semaphore's names share the name's hash tag, apart from a Lock's of the
+// end, and dropped once it passed), the fencing counter with its retention.
+// A semaphore's names share the name's hash tag, apart from a Lock's of the
 // same key (PermitKeys, LimitKey): each permit is a lock with its own
 // fencing counter, the line and channel are the name's, and the record of
 // the holders' limit expires a fencing retention after the last grant or

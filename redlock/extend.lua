@@ -21,8 +21,8 @@
 -- limit, which is left as it is.
 -- Returns one result per lock — 1 extended, 2 set here by repair, 0 not ours
 -- — followed, when a lock was repaired and the client must hear when this
--- node started, by start_info's fields (start.lua). Each lock extended or
--- repaired keeps its TTL record (keep_ttl) alive as long as its lease.
+-- node started, by start_info's fields (start.lua). A repaired writer or
+-- permit records its TTL in its lock, as a grant does (raise_ttl).
 local repair = ARGV[1] == '1'
 local now = now_ms() -- a writer's lease end is now + its TTL
 local out = {}
@@ -46,7 +46,7 @@ local function extend_writer(lock, fence, readers, owner, hold, ttl, token)
     counter_renew(fence, tonumber(token), ARGV[2])
     return 1
   elseif repair and not held and not (readers and read(readers)) then
-    redis.call('HSET', lock, 'owner', owner, field, ends)
+    redis.call('HSET', lock, 'owner', owner, field, ends, 'ttl', ttl)
     redis.call('PEXPIRE', lock, ttl)
     counter_keep(fence, tonumber(token), ARGV[2])
     return 2
@@ -97,7 +97,6 @@ for i = 1, #KEYS / 3 do
     out[i] = extend_writer(lock, fence, readers, ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
   end
   repaired = repaired or out[i] == 2
-  if out[i] ~= 0 then keep_ttl(lock, ARGV[a + 3]) end
 end
 if repaired then
   local start = start_info(ARGV[3], redis.call('TIME'))

@@ -27,7 +27,7 @@ type startInfo struct {
 	vouched      bool          // TrustStart vouched for this run_id
 	role         string        // "master", "slave", or "" if unknown
 	unknown      string        // why the node could not report its start
-	longest      time.Duration // the TTL record of the keys asked (note_ttl)
+	longest      time.Duration // the TTL record of the locks asked (lease_ttl)
 	hasLongest   bool
 }
 
@@ -187,7 +187,11 @@ func startFields(f []any) startInfo {
 	s.vouched = vouched == 1
 	s.role, _ = f[5].(string)
 	if ms, ok := replyInt(f, 6); ok {
+		// -1: a hold that records no TTL (readers, an older version's lock).
 		s.longest, s.hasLongest = time.Duration(ms)*time.Millisecond, true
+		if ms < 0 {
+			s.longest = MaxRestartGuard
+		}
 	}
 	return s
 }

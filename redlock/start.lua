@@ -2,7 +2,7 @@
 -- detection. last is this client's LASTSAVE for the node ("" detection off;
 -- "?" none to rely on yet, or the client asks every node's TTL record);
 -- now is the reply of TIME, or nil to read it here; longest, when given, a
--- function returning the lock's TTL record (note_ttl). Returns nil when
+-- function returning the TTL record of the locks asked (lease_ttl). Returns nil when
 -- nothing need be said (detection off, or LASTSAVE as the client last saw
 -- it); else {uptime in s, run_id, LASTSAVE, time in s, vouched 1|0, role,
 -- TTL record in ms}, or {-1, why} when the node cannot tell. LASTSAVE, reset
@@ -32,50 +32,40 @@ local function start_info(last, now, longest)
   return {tonumber(uptime), run_id, tostring(saved), tostring(now[1]), vouched, role, longest and longest() or 0}
 end
 
--- note_ttl records, beside a lock, the longest TTL granted or renewed on it
--- here that may still be in use (<lock>:ttl, in ms, under the lock's hash
--- tag): a lease of ttl lives at most ttl after this call, and the record of
--- it at least that long — kept for three TTLs, so that renewals (every
--- third of one) mostly only read it. Returns the record. A client that
--- meets a restarted node asks the others for it (ttl_record): a lease the
--- node lost cannot outlive its start by more than its TTL (doc.go,
--- "Restarts").
-local function note_ttl(lock, ttl)
-  ttl = tonumber(ttl)
-  local key = lock .. ':ttl'
-  local had = tonumber(redis.call('GET', key) or '0')
-  if had < ttl then
-    redis.call('SET', key, ttl, 'PX', 3 * ttl)
-    return ttl
-  end
-  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, 3 * ttl) end
-  return had
+-- A lock records in its field "ttl" the longest TTL (ms) among the holds
+-- it was granted or repaired with, for clients meeting restarted nodes: a
+-- lease a node lost cannot outlive the node's start by more than its TTL
+-- (doc.go, "Restarts"). The field lives and dies with the lock. raise_ttl
+-- raises it to ttl for a hold added to a lock already held, and returns it.
+local function raise_ttl(lock, ttl)
+  local had = tonumber(redis.call('HGET', lock, 'ttl') or '0')
+  if had >= tonumber(ttl) then return had end
+  redis.call('HSET', lock, 'ttl', ttl)
+  return tonumber(ttl)
 end
 
--- keep_ttl is note_ttl for a renewal: the record already covers the lease
--- (its grant noted it, and a record never shrinks while a lease it covers
--- lives), so it is only read, and noted again once less than a TTL is left.
-local function keep_ttl(lock, ttl)
-  if redis.call('PTTL', lock .. ':ttl') < tonumber(ttl) then note_ttl(lock, ttl) end
-end
-
--- ttl_record is the longest TTL recorded beside any of locks (0 if none).
-local function ttl_record(locks)
-  local longest = 0
-  for _, lock in ipairs(locks) do
-    longest = math.max(longest, tonumber(redis.call('GET', lock .. ':ttl') or '0'))
+-- lease_ttl is the longest TTL recorded by what holds lock here: its "ttl"
+-- field; -1 (unknown, read as MaxRestartGuard) when live readers hold it —
+-- readers record none; pass readers only where they count — or when the
+-- lock was written by a version that recorded none; 0 when nothing holds it.
+local function lease_ttl(lock, readers)
+  if readers then
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    if redis.call('ZCOUNT', readers, '(' .. now, '+inf') > 0 then return -1 end
   end
-  return longest
+  local ttl = redis.call('HGET', lock, 'ttl')
+  if ttl then return tonumber(ttl) end
+  return redis.call('EXISTS', lock) == 1 and -1 or 0
 end
 
 -- refusal is a refusal's reply {0, hint}, followed — when the client must
--- hear when this node started (start_info) — by the TTL record of locks and
--- start_info's fields.
-local function refusal(hint, last, locks)
-  local start = start_info(last, nil, function() return ttl_record(locks) end)
+-- hear when this node started (start_info) — by start_info's fields, with
+-- longest() as the TTL record.
+local function refusal(hint, last, longest)
+  local start = start_info(last, nil, longest)
   if not start then return {0, hint} end
   local out = {0, hint}
   for _, v in ipairs(start) do out[#out + 1] = v end
   return out
 end
-
