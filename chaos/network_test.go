@@ -65,7 +65,7 @@ func TestNetworkMinorityThenMajority(t *testing.T) {
 			pause(ctx, 2*ttl)
 			// A minority down must not stop the contenders (it once did: waiters
 			// lost their place in line, or a late refusal left a stale first in
-			// line; see CHAOS.md, "Library bugs found here", item 3).
+			// line; see CHANGELOG.md, "History", the chaos lab's bug 3).
 			requireLive(t, w.rec, minority, "2 of 5 masters "+tt.what)
 			m.onNodes(tt.fault, 2)
 			cut := w.rec.Now() + 2*nodeTimeout // attempts in flight may still win

@@ -18,9 +18,13 @@ import (
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
 )
 
+// Image is the Redis image of the lab's masters, as docker-compose.yml pins
+// it (lab/compose_test.go checks that they agree): the version tested.
+const Image = "redis:7.0.15"
+
 // Container settings: the image and the config path of docker-compose.yml.
 const (
-	image         = "redis:7"
+	image         = Image
 	containerConf = "/usr/local/etc/redis/redis.conf"
 	redisPort     = "6379/tcp"
 )
@@ -80,7 +84,7 @@ func dockerHealthy(ctx context.Context) (ok bool) {
 	return p.Health(ctx) == nil // Health closes the provider
 }
 
-// StartContainers starts n redis:7 containers with the test lab's redis.conf
+// StartContainers starts n containers of Image with the test lab's redis.conf
 // (redislab.Conf) in parallel, terminated in t.Cleanup, and returns the host
 // address of each once it answers. It skips t when no Docker engine is
 // reachable, and fails t when a container does not start: the start waits

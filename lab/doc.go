@@ -6,5 +6,8 @@
 // module's tests start local redis-server processes (internal/redislab).
 //
 // The directory also holds toxiproxy.json, the proxy configuration of the
-// repository's docker-compose.yml.
+// repository's docker-compose.yml, and the test of that file
+// (compose_test.go): loaded with compose-go, the loader Docker Compose uses,
+// and checked against what README promises of it and against the test lab's
+// redis.conf. It needs no Docker.
 package lab

@@ -23,7 +23,7 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock
 
 // tryLock is TryLock of every key of keys at once, for a holding of kind.
 func (c *Client) tryLock(ctx context.Context, keys []string, opts []Option, kind holdKind) (*Lock, error) {
-	a, err := c.newAcquisition(keys, opts, kind)
+	a, err := c.newAcquisition(ctx, keys, opts, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +35,7 @@ func (c *Client) tryLock(ctx context.Context, keys []string, opts []Option, kind
 func (a *acquisition) tryOnce(ctx context.Context, attempt func(context.Context, *waiting) (*Lock, time.Duration, error)) (*Lock, error) {
 	defer a.c.end()
 	if err := ctx.Err(); err != nil {
-		return nil, errors.Join(err, ErrNotObtained)
+		return nil, a.stopped(ctx, err, ErrNotObtained)
 	}
 	ctx, done := a.c.observe(ctx, &a.cfg, a.key, false)
 	l, _, err := attempt(ctx, &waiting{})
@@ -66,14 +66,18 @@ func (c *Client) observe(ctx context.Context, cfg *config, key string, wait bool
 //
 // When Lock gives up, the error matches ErrNotObtained and ctx.Err() (or
 // context.DeadlineExceeded after the maximum wait), and errors.As gives the
-// last attempt's *QuorumError.
+// last attempt's *QuorumError. Lock does not wait when waiting cannot help:
+// an attempt in which so many nodes fail for a lasting reason
+// (ErrStartUnknown, ErrReplica, NOPERM) that the others cannot make a
+// majority is returned at once; so is ErrClosed, and bad input
+// (ErrInvalid) is refused before anything is sent.
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	return c.lock(ctx, []string{key}, opts, writer)
 }
 
 // lock is Lock of every key of keys at once, for a holding of kind.
 func (c *Client) lock(ctx context.Context, keys []string, opts []Option, kind holdKind) (*Lock, error) {
-	a, err := c.newAcquisition(keys, opts, kind)
+	a, err := c.newAcquisition(ctx, keys, opts, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +90,7 @@ func (a *acquisition) waitFor(ctx context.Context, wait func(context.Context) (*
 	defer a.c.end()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, a.cfg.maxWait)
+		ctx, cancel = context.WithTimeoutCause(ctx, a.cfg.maxWait, errMaxWait(a.cfg.maxWait))
 		defer cancel()
 	}
 	ctx, done := a.c.observe(ctx, &a.cfg, a.key, true)
@@ -112,13 +116,15 @@ func (a *acquisition) waitWith(ctx context.Context, channels []string, try func(
 	var last error = ErrNotObtained
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, a.giveUp(ctx, w, errors.Join(err, last))
+			return nil, a.giveUp(ctx, w, a.stopped(ctx, err, last))
 		}
 		l, hint, err := try(ctx, w)
 		if err == nil { // the holder keeps its place in line until Unlock takes it out
 			return l, nil
 		}
-		if !errors.Is(err, ErrNotObtained) {
+		// Waiting cannot help an attempt that failed for another reason
+		// than the quorum, nor one that too many nodes fail for good.
+		if !errors.Is(err, ErrNotObtained) || hopeless(err) {
 			return nil, a.giveUp(ctx, w, err)
 		}
 		last = err
@@ -133,7 +139,7 @@ func (a *acquisition) waitWith(ctx context.Context, channels []string, try func(
 			delay = hint
 		}
 		if err := c.sleep(ctx, cfg.clock, delay, wake); err != nil {
-			return nil, a.giveUp(ctx, w, errors.Join(err, last))
+			return nil, a.giveUp(ctx, w, a.stopped(ctx, err, last))
 		}
 	}
 }
@@ -196,9 +202,12 @@ func (id identity) waiter() string {
 	return id.owner
 }
 
-// enter checks keys and applies opts over the Client's defaults, then
-// counts the call in flight; on success the caller must call c.end.
-func (c *Client) enter(keys []string, opts []Option) (config, error) {
+// enter checks ctx and keys and applies opts over the Client's defaults,
+// then counts the call in flight; on success the caller must call c.end.
+func (c *Client) enter(ctx context.Context, keys []string, opts []Option) (config, error) {
+	if ctx == nil {
+		return config{}, errNilContext
+	}
 	if err := c.checkKeys(keys); err != nil {
 		return config{}, err
 	}

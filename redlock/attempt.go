@@ -31,10 +31,11 @@ type acquisition struct {
 	gr *guardRound // one attempt's records of the TTLs in use (guard.go)
 }
 
-// newAcquisition checks keys and applies opts over the Client's defaults,
-// then counts the call in flight; on success the caller must call c.end.
-func (c *Client) newAcquisition(keys []string, opts []Option, kind holdKind) (*acquisition, error) {
-	cfg, err := c.enter(keys, opts)
+// newAcquisition checks ctx and keys and applies opts over the Client's
+// defaults, then counts the call in flight; on success the caller must call
+// c.end.
+func (c *Client) newAcquisition(ctx context.Context, keys []string, opts []Option, kind holdKind) (*acquisition, error) {
+	cfg, err := c.enter(ctx, keys, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -173,8 +174,9 @@ func (a *acquisition) perNode(base *scriptCall) []*scriptCall {
 // remaining lease.
 func (a *acquisition) vote(n, per int, reply []any, err error) quorum.Vote[[]int64] {
 	keys := per
+	a.c.nodes[n].cause.record(err)
 	if err != nil {
-		return quorum.Vote[[]int64]{Outcome: quorum.Failed, Err: err}
+		return quorum.Vote[[]int64]{Outcome: quorum.Failed, Err: replicaError(err)}
 	}
 	granted, ok1 := replyInt(reply, 0)
 	first, ok := replyInt(reply, 1)

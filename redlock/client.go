@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"log/slog"
 	"net"
 	"reflect"
 	"slices"
@@ -38,7 +39,9 @@ type Client struct {
 //
 // New refuses, with an error matching ErrInvalid: no nodes, a nil node, the
 // same client or the same address twice, and invalid options. It sends
-// nothing to the nodes.
+// nothing to the nodes. An even number of nodes is accepted, with a warning
+// through WithLogger's logger: 2 nodes tolerate no failure (the majority is
+// both), 4 tolerate one, as 3 do.
 func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, invalid("no nodes")
@@ -62,7 +65,19 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 			}
 		}
 	}
+	warnEven(&cfg, len(nodes))
 	return c, nil
+}
+
+// warnEven logs, through cfg's loggers (WithLogger), that an even number
+// of masters buys nothing over one fewer: a majority of 2 is both, a
+// majority of 4 tolerates one failure as 3 do. Such a Client is accepted.
+func warnEven(cfg *config, n int) {
+	if n%2 != 0 {
+		return
+	}
+	cfg.observers.warn("redlock: an even number of masters tolerates no more failures than one fewer; use an odd number",
+		slog.Int("nodes", n), slog.Int("majority", quorum.Majority(n)), slog.Int("failures tolerated", n-quorum.Majority(n)))
 }
 
 // Close ends every lock still held — their Done() closes and Err() becomes

@@ -14,8 +14,8 @@ import (
 // any kind.
 //
 // Do returns Lock's error if the lock was not obtained, fn's error otherwise,
-// joined with ErrLockLost if the lock was lost before fn returned or Unlock
-// found it gone (or ErrClosed if the Client closed meanwhile). A release
+// joined with ErrLockLost — one line, starting with ErrLockLost's, matching
+// both — if the lock was lost before fn returned or Unlock found it gone (or ErrClosed if the Client closed meanwhile). A release
 // that too few nodes confirmed is not an error of Do: the lock then expires
 // with its TTL. If fn panics, the lock is released and the panic goes on.
 func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) error {
@@ -47,14 +47,24 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 //
 // fn does not run if l has ended already: Run returns ErrNotHeld after
 // Unlock, and for a lost l releases what is left of it and returns why it
-// ended. A nil fn is refused with ErrInvalid, and l is left as it was.
+// ended. A nil ctx or fn is refused with ErrInvalid, and l is left as it
+// was.
+//
+// Once Run has released l, an Unlock of l returns nil: the habit of
+//
+//	defer l.Unlock(ctx)
+//
+// right after acquiring is harmless when l is then handed to Run.
 func (l *Lock) Run(ctx context.Context, fn func(ctx context.Context) error) (err error) {
-	if fn == nil {
+	switch {
+	case ctx == nil:
+		return errNilContext
+	case fn == nil:
 		return invalid("nil function")
 	}
 	if ended := l.Err(); ended != nil {
 		if !errors.Is(ended, ErrNotHeld) {
-			l.Unlock(context.WithoutCancel(ctx)) // the nodes that still hold it
+			l.unlockForRun(context.WithoutCancel(ctx)) // the nodes that still hold it
 		}
 		return ended
 	}
@@ -66,12 +76,50 @@ func (l *Lock) Run(ctx context.Context, fn func(ctx context.Context) error) (err
 		// A loss, or a Client closed under fn, means the work may have
 		// overlapped another holder's: say so. A release that too few nodes
 		// confirmed is not: the hold expires with its TTL.
-		if uerr := l.Unlock(context.WithoutCancel(ctx)); errors.Is(uerr, ErrLockLost) || errors.Is(uerr, ErrClosed) {
-			err = errors.Join(err, uerr)
+		if uerr := l.unlockForRun(context.WithoutCancel(ctx)); errors.Is(uerr, ErrLockLost) || errors.Is(uerr, ErrClosed) {
+			err = endedUnder(err, uerr)
 		}
 	}()
 	return fn(fctx)
 }
+
+// unlockForRun is Run's Unlock of l: once it ran, a caller's own Unlock of
+// l (a deferred one, by habit) returns nil instead of ErrNotHeld.
+func (l *Lock) unlockForRun(ctx context.Context) error {
+	l.mu.Lock()
+	l.byRun = true
+	l.mu.Unlock()
+	return l.Unlock(ctx)
+}
+
+// againErr is the error of an Unlock of a lock already released: nil if
+// Run released it, else ErrNotHeld.
+func (l *Lock) againErr() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byRun {
+		return nil
+	}
+	return ErrNotHeld
+}
+
+// endedUnder returns the error of a Run whose fn returned fnErr while its
+// hold ended for cause (ErrLockLost or ErrClosed): cause if fn returned
+// nil, else one line starting with cause's and matching both.
+func endedUnder(fnErr, cause error) error {
+	if fnErr == nil {
+		return cause
+	}
+	return &runError{fn: fnErr, cause: cause}
+}
+
+// A runError is a Run's fn error under a hold that ended meanwhile.
+type runError struct{ fn, cause error }
+
+func (e *runError) Error() string {
+	return oneLine(e.cause.Error()) + " while the function ran; it returned: " + oneLine(e.fn.Error())
+}
+func (e *runError) Unwrap() []error { return []error{e.fn, e.cause} }
 
 type lockKey struct{}
 

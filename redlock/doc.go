@@ -333,9 +333,31 @@
 //
 // # Errors
 //
-// Every error the package returns starts with "redlock:" and works with
-// errors.Is and errors.As: ErrNotObtained (with a *QuorumError listing each
-// node's vote, whose errors may match ErrNodeRestarted, ErrStartUnknown or
-// ErrReplica), ErrLockLost, ErrNotHeld, ErrClosed, ErrInvalid for input
-// refused before anything is sent, and ErrInUse from CheckNew.
+// Every error the package returns is one line, starts with "redlock:" and
+// works with errors.Is and errors.As: ErrNotObtained (with a *QuorumError
+// listing each node's vote, whose errors may match ErrNodeRestarted,
+// ErrStartUnknown or ErrReplica), ErrLockLost, ErrNotHeld, ErrClosed,
+// ErrInUse from CheckNew, and ErrInvalid for input refused before anything
+// is sent — a nil ctx at any call, more than MaxKeys keys, a duration
+// option above MaxDuration (so that no lease or deadline derived from it
+// can overflow). An acquisition
+// that stopped because its context ended says so after the last attempt's
+// error, on the same line, and matches ctx.Err() as well.
+//
+// Waiting is for what heals. A waiting call (Lock, RLock, LockMany,
+// Acquire, Do) returns at once, with the attempt's error, when so many
+// nodes fail for a lasting reason — a user that may not run INFO
+// (ErrStartUnknown), a replica (ErrReplica), a command refused to the user
+// (NOPERM) — that the other nodes cannot make a majority: no wait could
+// change that, and waiting would only turn the cause into a deadline the
+// caller never set. Timeouts, refused connections, held locks and masters
+// within the restart guard are waited for; the error of grants not counted
+// for the guard says when a majority counts. A vote that timed out carries
+// its node's real failure once known (a dial with the redis client's own
+// dialer, started by the timeout: "connection refused" rather than only "no
+// answer within the node timeout").
+//
+// Observers are user code on the library's paths; a panic in one is
+// recovered and logged, and every path goes on as if the method had
+// returned (see Observer).
 package redlock

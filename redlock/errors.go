@@ -9,10 +9,11 @@ import (
 )
 
 var (
-	// ErrNotObtained is returned by Lock, TryLock and Do when no majority of
-	// nodes granted the lock within its validity. errors.As gives the
-	// *QuorumError with each node's vote; when Lock gave up because its
-	// context ended, the error also matches ctx.Err().
+	// ErrNotObtained is returned by Lock, TryLock and Do (and the other
+	// acquisitions) when no majority of nodes granted the lock within its
+	// validity. errors.As gives the *QuorumError with each node's vote; when
+	// Lock gave up because its context ended, the error also matches
+	// ctx.Err(), on one line.
 	ErrNotObtained = errors.New("redlock: lock not obtained")
 
 	// ErrLockLost is returned by Extend and Unlock, and set as Err() and
@@ -53,10 +54,14 @@ var (
 	// detection off, asked (ROLE) at the first acquisition on it.
 	ErrReplica = errors.New("redlock: node is a replica, not a master")
 
-	// ErrInvalid is matched by every error that refuses bad input to New,
-	// Lock, TryLock or Do; nothing is changed and nothing is sent.
+	// ErrInvalid is matched by every error that refuses bad input to New or
+	// to a call — a nil ctx, a bad key, more than MaxKeys keys, an option out
+	// of range or above MaxDuration; nothing is changed and nothing is sent.
 	ErrInvalid = errors.New("redlock: invalid argument")
 )
+
+// errNilContext refuses a nil context.Context, at every call that takes one.
+var errNilContext = invalid("nil context.Context")
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
@@ -129,9 +134,11 @@ func (e *QuorumError) Error() string {
 	fmt.Fprintf(&b, ", need %d", e.Need)
 	for _, v := range e.Votes {
 		if v.Err != nil {
-			fmt.Fprintf(&b, "; node %d (%s): %v", v.Node, v.Addr, v.Err)
+			fmt.Fprintf(&b, "; node %d (%s): %s", v.Node, v.Addr, oneLine(v.Err.Error()))
 		}
 	}
+	b.WriteString(guardWait(e))
+	b.WriteString(hopelessNote(e))
 	return b.String()
 }
 
@@ -154,7 +161,7 @@ func quorumError[T any](c *Client, op, key string, sentinel error, t *quorum.Tal
 	e := &QuorumError{Op: op, Key: key, Err: sentinel, Granted: t.Count(quorum.Granted), Need: t.Need,
 		Votes: make([]NodeVote, len(t.Votes))}
 	for i, v := range t.Votes {
-		e.Votes[i] = NodeVote{Node: i, Addr: c.nodes[i].addr, Outcome: v.Outcome, Err: v.Err}
+		e.Votes[i] = NodeVote{Node: i, Addr: c.nodes[i].addr, Outcome: v.Outcome, Err: c.explain(i, v.Err)}
 	}
 	return e
 }

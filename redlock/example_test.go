@@ -234,7 +234,8 @@ func Example_readersAndWriters() {
 }
 
 // Run is Do's part after the acquisition, for a hold of any kind: here a
-// reader's. fn's ctx carries the hold, and the hold is released after fn.
+// reader's. fn's ctx carries the hold, and the hold is released after fn;
+// an Unlock after that — a deferred one, by habit — returns nil.
 func ExampleLock_Run() {
 	locks, stop := exampleClient()
 	defer stop()
@@ -244,18 +245,19 @@ func ExampleLock_Run() {
 	if err != nil {
 		panic(err)
 	}
+	defer r.Unlock(ctx) // harmless: Run releases r, and Unlock then returns nil
 	err = r.Run(ctx, func(ctx context.Context) error {
 		l, _ := redlock.FromContext(ctx)
 		_, err := locks.TryLock(ctx, "prices")
 		fmt.Println("a writer while we read:", errors.Is(err, redlock.ErrNotObtained), l == r)
 		return nil
 	})
-	fmt.Println("run:", err, "then:", r.Err())
+	fmt.Println("run:", err, "then:", r.Err(), "| Unlock:", r.Unlock(ctx))
 	w, err := locks.TryLock(ctx, "prices")
 	fmt.Println("a writer after:", err)
 	w.Unlock(ctx)
 	// Output:
 	// a writer while we read: true true
-	// run: <nil> then: redlock: lock not held
+	// run: <nil> then: redlock: lock not held | Unlock: <nil>
 	// a writer after: <nil>
 }

@@ -43,6 +43,7 @@ type Lock struct {
 	until    time.Time
 	ended    bool        // Done is closed
 	released bool        // Unlock has been called
+	byRun    bool        // Run released it: a later Unlock returns nil
 	inFlight []bool      // nodes whose acquire call has not answered yet
 	expiry   clock.Timer // declares the loss at until − the loss margin
 
@@ -154,6 +155,9 @@ func (l *Lock) Err() error {
 // when too few nodes answered: the lock then stays valid until Until, and
 // Extend may be tried again.
 func (l *Lock) Extend(ctx context.Context) error {
+	if ctx == nil {
+		return errNilContext
+	}
 	if !l.c.begin() {
 		return ErrClosed
 	}
@@ -182,10 +186,14 @@ func (l *Lock) extend(ctx context.Context) error {
 // Unlock returns nil when a majority confirmed the release; an error matching
 // ErrLockLost when the lock had been lost, or a majority no longer held it
 // (the work done under it may have overlapped another holder's); ErrNotHeld
-// when called again; and a *QuorumError matching neither when too few nodes
+// when called again — nil, though, after Run released the lock, so that the
+// habit of a deferred Unlock is harmless around Run; and a *QuorumError matching neither when too few nodes
 // answered to tell — the lock then expires with its TTL where the release did
 // not land. It never deletes another owner's lock.
 func (l *Lock) Unlock(ctx context.Context) error {
+	if ctx == nil {
+		return errNilContext
+	}
 	if !l.c.begin() {
 		return ErrClosed
 	}
@@ -194,7 +202,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	defer l.op.Unlock()
 	prior := l.Err()
 	if !l.markReleased() {
-		return ErrNotHeld
+		return l.againErr()
 	}
 	t := l.release(ctx)
 	nodeFailures(ctx, l.acquisition, "unlock", &t)

@@ -19,7 +19,8 @@ type node struct {
 	addr    string         // "" when the client type exposes none
 	cluster bool           // a Redis Cluster: one script touches one hash slot
 
-	master atomic.Bool // ROLE confirmed a master (or the node is a cluster)
+	master atomic.Bool  // ROLE confirmed a master (or the node is a cluster)
+	cause  failureCause // why its calls last failed (cause.go)
 
 	mu      sync.Mutex
 	runID   string    // of the process last seen in a grant; "" before the first

@@ -14,6 +14,14 @@ import (
 // be fast, must not block, and must be safe for concurrent use. A Client
 // without observers (the default) pays one nil check per event.
 //
+// A panic in any method is recovered: it is logged at Error through the
+// loggers of WithLogger among the event's observers (through
+// slog.Default() if there is none), that observer misses the event —
+// AcquireStart's context is then the one it was given — and the library
+// goes on as if the method had returned: the acquisition returns its Lock
+// or error, renewal, loss and release run, Close returns. A panic is
+// still a bug of the observer: fix it.
+//
 // Every method gets the context its event belongs to, so that an observer
 // needs no state of its own to tie events together:
 //   - AcquireStart gets the caller's; the context it returns is the
@@ -106,28 +114,70 @@ func WithLogger(logger *slog.Logger) Option {
 // acquisition.
 type observers []Observer
 
+// Each event goes to every observer through call, which recovers a panic:
+// an observer that panics misses that event, and the library goes on.
+
 func (os observers) acquireStart(ctx context.Context, key string, wait bool) context.Context {
 	for _, o := range os {
-		ctx = o.AcquireStart(ctx, key, wait)
+		os.call(ctx, "AcquireStart", key, func() {
+			if next := o.AcquireStart(ctx, key, wait); next != nil {
+				ctx = next
+			}
+		})
 	}
 	return ctx
 }
 
 func (os observers) acquireDone(ctx context.Context, key string, l *Lock, took time.Duration, err error) {
 	for _, o := range os {
-		o.AcquireDone(ctx, key, l, took, err)
+		os.call(ctx, "AcquireDone", key, func() { o.AcquireDone(ctx, key, l, took, err) })
 	}
 }
 
 func (os observers) renewed(ctx context.Context, key string, err error) {
 	for _, o := range os {
-		o.Renewed(ctx, key, err)
+		os.call(ctx, "Renewed", key, func() { o.Renewed(ctx, key, err) })
 	}
 }
 
 func (os observers) lost(ctx context.Context, key string, cause error) {
 	for _, o := range os {
-		o.Lost(ctx, key, cause)
+		os.call(ctx, "Lost", key, func() { o.Lost(ctx, key, cause) })
+	}
+}
+
+func (os observers) nodeFailed(ctx context.Context, op, key string, v NodeVote) {
+	for _, o := range os {
+		os.call(ctx, "NodeFailed", key, func() { o.NodeFailed(ctx, op, key, v) })
+	}
+}
+
+// call runs one observer's method f for an event of key, and recovers its
+// panic: reported at Error through the loggers among os (WithLogger) —
+// through slog.Default() if there are none, or if a logger panicked too.
+func (os observers) call(ctx context.Context, method, key string, f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			os.reportPanic(ctx, method, key, r)
+		}
+	}()
+	f()
+}
+
+func (os observers) reportPanic(ctx context.Context, method, key string, r any) {
+	attrs := []slog.Attr{slog.String("method", method), slog.String("key", key), slog.Any("panic", r)}
+	const msg = "redlock: an Observer panicked; recovered, the event is lost to it"
+	logged := false
+	defer func() {
+		if recover() != nil || !logged {
+			slog.Default().LogAttrs(context.Background(), slog.LevelError, msg, attrs...)
+		}
+	}()
+	for _, o := range os {
+		if s, ok := o.(slogObserver); ok {
+			s.log.LogAttrs(ctx, slog.LevelError, msg, attrs...)
+			logged = true
+		}
 	}
 }
 
@@ -141,9 +191,16 @@ func nodeFailures[T any](ctx context.Context, a *acquisition, op string, t *quor
 	for n, v := range t.Votes {
 		// A node Unlock left to its acquire's late answer has not failed.
 		if v.Outcome == quorum.Failed && v.Err != errInFlight {
-			for _, o := range os {
-				o.NodeFailed(ctx, op, key, NodeVote{Node: n, Addr: c.nodes[n].addr, Outcome: v.Outcome, Err: v.Err})
-			}
+			os.nodeFailed(ctx, op, key, NodeVote{Node: n, Addr: c.nodes[n].addr, Outcome: v.Outcome, Err: c.explain(n, v.Err)})
+		}
+	}
+}
+
+// warn logs msg at Warn through every logger among os (WithLogger).
+func (os observers) warn(msg string, attrs ...slog.Attr) {
+	for _, o := range os {
+		if s, ok := o.(slogObserver); ok {
+			s.log.LogAttrs(context.Background(), slog.LevelWarn, msg, attrs...)
 		}
 	}
 }
@@ -156,11 +213,25 @@ type slogObserver struct {
 	log *slog.Logger
 }
 
+// AcquireDone logs a failed acquisition: at Debug when one attempt was
+// refused because others hold the key, every node answering (a contended
+// TryLock: leaders polling in a loop would flood the log), at Warn when the
+// masters themselves make it fail for good (see hopeless), at Info
+// otherwise — failed nodes, a wait that gave up, a closed Client.
 func (s slogObserver) AcquireDone(ctx context.Context, key string, _ *Lock, took time.Duration, err error) {
-	if err != nil && !errors.Is(err, ErrInvalid) {
-		s.log.LogAttrs(ctx, slog.LevelInfo, "redlock: lock not obtained", slog.String("key", key),
-			slog.Duration("took", took), slog.Any("error", err))
+	if err == nil || errors.Is(err, ErrInvalid) {
+		return
 	}
+	level := slog.LevelInfo
+	var stop *stopError
+	switch {
+	case hopeless(err):
+		level = slog.LevelWarn
+	case contended(err) && !errors.As(err, &stop):
+		level = slog.LevelDebug
+	}
+	s.log.LogAttrs(ctx, level, "redlock: lock not obtained", slog.String("key", key),
+		slog.Duration("took", took), slog.Any("error", err))
 }
 
 func (s slogObserver) Renewed(ctx context.Context, key string, err error) {

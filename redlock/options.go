@@ -31,11 +31,19 @@ const (
 	// DefaultFenceRetention is how long a key's fencing state is kept on a
 	// node after the last grant or release that touched it.
 	DefaultFenceRetention = 24 * time.Hour
+	// MaxDuration bounds every duration option — TTL, node timeout, retry
+	// delays, maximum wait, restart guard, fence retention: a longer one is
+	// refused with ErrInvalid. Every lease and deadline the library derives
+	// from them (the waiters' queue lease is 5·max retry delay + node
+	// timeout; deadlines add them to the clock; the scripts count them in
+	// milliseconds) then stays far from overflow.
+	MaxDuration = 365 * 24 * time.Hour
 )
 
 // An Option configures a Client (as a default for all its locks, when given
 // to New) or one acquisition (when given to Lock, TryLock or Do). Options are
-// checked when used: a bad value makes that call fail with ErrInvalid.
+// checked when used: a bad value makes that call fail with ErrInvalid — a
+// duration above MaxDuration included.
 // WithObserver and WithLogger given to one call add to the Client's
 // observers, for that acquisition and its Lock; WithClock is an option of
 // New only.
@@ -68,12 +76,14 @@ func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor 
 func WithAutoRenew(on bool) Option { return func(c *config) { c.autoRenew = on } }
 
 // WithMaxWait bounds how long Lock and Do wait when their context has no
-// deadline. Default DefaultMaxWait.
+// deadline; the error then matches context.DeadlineExceeded and says that
+// the maximum wait ran out. At most MaxDuration. Default DefaultMaxWait.
 func WithMaxWait(d time.Duration) Option { return func(c *config) { c.maxWait = d } }
 
 // WithRetryDelay sets the bounds of the randomized exponential backoff
-// between acquisition attempts in Lock and Do. Default DefaultRetryMin and
-// DefaultRetryMax.
+// between acquisition attempts in Lock and Do: 0 < min ≤ max ≤ MaxDuration
+// (a waiter's place in line is leased for 5·max + the node timeout).
+// Default DefaultRetryMin and DefaultRetryMax.
 func WithRetryDelay(min, max time.Duration) Option {
 	return func(c *config) { c.retryMin, c.retryMax = min, max }
 }
@@ -206,6 +216,9 @@ func (c config) with(opts []Option) (config, error) {
 }
 
 func (c *config) validate() error {
+	if err := c.checkBounds(); err != nil {
+		return err
+	}
 	switch {
 	case c.ttl <= 0:
 		return invalid("TTL %v must be positive", c.ttl)
@@ -234,6 +247,23 @@ func (c *config) validate() error {
 		return invalid("restart guard %v must not be negative", c.guardWindow)
 	}
 	return checkPrefix(c.prefix)
+}
+
+// checkBounds refuses a duration option above MaxDuration, naming it.
+func (c *config) checkBounds() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"TTL", c.ttl}, {"node timeout", c.nodeTimeout}, {"max wait", c.maxWait},
+		{"retry delay min", c.retryMin}, {"retry delay max", c.retryMax},
+		{"restart guard", c.guardWindow}, {"fence retention", c.retention},
+	} {
+		if d.v > MaxDuration {
+			return invalid("%s %v is longer than MaxDuration (%v): the leases and deadlines derived from it would overflow", d.name, d.v, MaxDuration)
+		}
+	}
+	return nil
 }
 
 func (c *config) drift() time.Duration { return clock.Drift(c.ttl, c.driftFactor) }

@@ -146,7 +146,7 @@ func (n *node) counted(guard time.Duration, now time.Time) error {
 		return fmt.Errorf("%w: no start reported yet", ErrStartUnknown)
 	}
 	if left := n.started.Add(guard).Sub(now); left > 0 {
-		return fmt.Errorf("%w (%v more)", ErrNodeRestarted, left.Round(time.Millisecond))
+		return &guardError{left: left}
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ const MaxLimit = 1024
 // Acquire also refuses, with ErrInvalid and nothing sent, an empty or long
 // name and a limit outside [1, MaxLimit].
 func (c *Client) Acquire(ctx context.Context, name string, limit int, opts ...Option) (*Lock, error) {
-	a, err := c.enterPermit(name, limit, opts)
+	a, err := c.enterPermit(ctx, name, limit, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func (c *Client) Acquire(ctx context.Context, name string, limit int, opts ...Op
 // callers wait for name it takes a free permit only if there are more free
 // permits than waiters. It refuses the input Acquire refuses.
 func (c *Client) TryAcquire(ctx context.Context, name string, limit int, opts ...Option) (*Lock, error) {
-	a, err := c.enterPermit(name, limit, opts)
+	a, err := c.enterPermit(ctx, name, limit, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -101,11 +101,11 @@ type permitAcquisition struct {
 
 // enterPermit checks a semaphore's input and applies opts, then counts the
 // call in flight; on success the caller must call c.end.
-func (c *Client) enterPermit(name string, limit int, opts []Option) (*permitAcquisition, error) {
+func (c *Client) enterPermit(ctx context.Context, name string, limit int, opts []Option) (*permitAcquisition, error) {
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
-	a, err := c.newAcquisition([]string{name}, opts, writer)
+	a, err := c.newAcquisition(ctx, []string{name}, opts, writer)
 	if err != nil {
 		return nil, err
 	}

@@ -1,116 +1,89 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"syscall"
-	"time"
 
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
-// forwarded are the signals quorumlock passes on to CMD's process group.
-var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+// forwarded are the signals quorumlock passes on to CMD's process group, and
+// SIGTSTP, on which it stops the group and itself.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGTSTP}
 
-// supervise runs argv while l is held and returns the exit status of run.
-func (c *cli) supervise(l *redlock.Lock, argv []string, f *runFlags, sigs <-chan os.Signal) int {
-	cmd := c.command(argv, f.claim.env(l))
-	if err := cmd.Start(); err != nil {
+// raised are the signals quorumlock dies of, once the lock is released, when
+// CMD died of them or they interrupted its wait: a calling shell then sees
+// the interruption (a bash loop stops on a child killed by SIGINT).
+var raised = map[syscall.Signal]bool{syscall.SIGINT: true, syscall.SIGTERM: true, syscall.SIGHUP: true, syscall.SIGPIPE: true}
+
+// findCommand resolves CMD as execvp would, before the lock is taken: a
+// command that is not there exits 127, one that cannot be run 126.
+func findCommand(name string) (string, int, error) {
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path, exitOK, nil
+	}
+	return "", startStatus(err), err
+}
+
+// supervise runs path (argv) while l is held and returns run's exit status:
+// CMD's own once every process of its group has exited and l is released.
+func (c *cli) supervise(l *redlock.Lock, ns *nodeSet, path string, argv []string, f *runFlags, sigs <-chan os.Signal) int {
+	j, err := c.startJob(path, argv, f.claim.env(l))
+	if err != nil {
 		fmt.Fprintf(c.stderr, "quorumlock: %v\n", err)
 		c.reportRelease(f.claim, c.release(l))
-		return startStatus(err)
+		var se startError
+		if errors.As(err, &se) {
+			return se.code
+		}
+		return exitInternal
 	}
-	lost := c.wait(cmd, l, f, sigs)
-	code := exitStatus(cmd.ProcessState)
-	err := c.release(l)
-	if lost {
+	if c.verbose {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go c.watchNodes(ctx, ns, f.ttl/3)
+	}
+	lost := c.watch(j, l, f, sigs)
+	err = c.release(l)
+	switch {
+	case lost:
 		return exitLockLost
-	}
-	if errors.Is(err, redlock.ErrLockLost) {
+	case errors.Is(err, redlock.ErrLockLost):
 		fmt.Fprintf(c.stderr, "quorumlock: %v was found lost at release: "+
-			"the command's work may have overlapped another holder's: %v\n", f.claim, err)
+			"the command's work may have overlapped another holder's: %v\n", f.claim, oneLine(err))
 		return exitLockLost
+	case !j.ended:
+		fmt.Fprintf(c.stderr, "quorumlock: the keeper of the command's process group died: the group was killed\n")
+		c.reportRelease(f.claim, err)
+		return exitInternal
 	}
 	c.reportRelease(f.claim, err)
-	return code
-}
-
-// command returns CMD with quorumlock's standard streams and environment
-// plus env, in a process group of its own, so that a lost lock stops all of
-// it.
-func (c *cli) command(argv, env []string) *exec.Cmd {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
-	cmd.Env = childEnv(os.Environ(), env)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	setParentDeathSignal(cmd.SysProcAttr)
-	return cmd
-}
-
-// wait waits for cmd to exit, forwarding sigs to its process group. If the
-// lock ends first, it sends SIGTERM, then SIGKILL after the grace period,
-// and reports true.
-func (c *cli) wait(cmd *exec.Cmd, l *redlock.Lock, f *runFlags, sigs <-chan os.Signal) (lost bool) {
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		cmd.Wait() // the status is in cmd.ProcessState
-	}()
-	done := l.Done()
-	var kill <-chan time.Time
-	for {
-		select {
-		case <-exited:
-			if lost { // whatever is left of CMD must not run on unprotected
-				signalGroup(cmd, syscall.SIGKILL)
-			}
-			return lost
-		case s := <-sigs:
-			signalGroup(cmd, s)
-		case <-done:
-			done, lost = nil, true
-			fmt.Fprintf(c.stderr, "quorumlock: %v lost (%v): sending SIGTERM to the command, SIGKILL in %v\n",
-				f.claim, l.Err(), f.grace)
-			signalGroup(cmd, syscall.SIGTERM)
-			t := time.NewTimer(f.grace)
-			defer t.Stop()
-			kill = t.C
-		case <-kill:
-			kill = nil
-			signalGroup(cmd, syscall.SIGKILL)
-		}
+	if j.signal != 0 && raised[j.signal] {
+		c.raise = j.signal
 	}
+	return j.status
 }
 
-// signalGroup sends sig to cmd's process group. Errors mean the group is
-// gone already.
-func signalGroup(cmd *exec.Cmd, sig os.Signal) {
-	if s, ok := sig.(syscall.Signal); ok {
-		syscall.Kill(-cmd.Process.Pid, s)
-	}
+// A startError is a command that could not be started, with run's status.
+type startError struct {
+	code int
+	msg  string
 }
+
+func (e startError) Error() string { return e.msg }
 
 // reportRelease warns when the release after CMD was not confirmed; the
 // lock then expires with its TTL on the nodes it is left on.
 func (c *cli) reportRelease(what claim, err error) {
 	if err != nil {
-		fmt.Fprintf(c.stderr, "quorumlock: release of %v not confirmed, it expires with its TTL: %v\n", what, err)
+		fmt.Fprintf(c.stderr, "quorumlock: release of %v not confirmed, it expires with its TTL: %v\n", what, oneLine(err))
 	}
-}
-
-// exitStatus is a shell's view of how CMD ended: its exit code, or 128+N
-// if signal N killed it.
-func exitStatus(ps *os.ProcessState) int {
-	if ps == nil {
-		return exitInternal
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
 }
 
 // startStatus is the exit status when CMD could not be started, as env(1).

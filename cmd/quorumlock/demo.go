@@ -129,22 +129,15 @@ func (d *demoRun) setUp() (cleanup func(), err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	defer cancel()
 	if err := d.store.reset(ctx, d.stock); err != nil {
-		return cleanup, fmt.Errorf("store on %s: %w", storeAddr, err)
+		return cleanup, fmt.Errorf("store on %s: %w", redactAddr(storeAddr), err)
 	}
-	d.conns.warm(ctx)
+	d.conns.warm(ctx, warmTimeout)
 	return cleanup, nil
 }
 
 // options are the lock's options, for the buyers and the crashing holder.
 func (d *demoRun) options() []redlock.Option {
-	opts := []redlock.Option{redlock.WithTTL(d.ttl), redlock.WithNodeTimeout(d.nodeTimeout), redlock.WithPrefix(d.prefix)}
-	if d.target.nodes == "" {
-		// Embedded nodes cannot report when they started (no INFO server),
-		// and the demo brings its killed node back empty only after a TTL —
-		// within the safety model without restart detection.
-		opts = append(opts, redlock.WithRestartGuard(0))
-	}
-	return opts
+	return []redlock.Option{redlock.WithTTL(d.ttl), redlock.WithNodeTimeout(d.nodeTimeout), redlock.WithPrefix(d.prefix)}
 }
 
 // startNodes starts the embedded nodes and store unless --nodes names real
@@ -155,7 +148,7 @@ func (d *demoRun) startNodes(undo *[]func()) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		d.progress("%d nodes from --nodes; the stock is kept on %s", len(addrs), addrs[0])
+		d.progress("%d nodes from --nodes; the stock is kept on %s", len(addrs), redactAddr(addrs[0]))
 		return addrs[0], nil
 	}
 	emb, err := startEmbedded(embeddedNodes + 1) // the last one is the store
@@ -244,8 +237,9 @@ selling the last item twice. Meanwhile:
     releasing it: a buyer must take over once the lease expires.
 
 With neither --nodes nor $QUORUMLOCK_NODES, the demo starts five embedded
-Redis-compatible nodes in-process (miniredis) and a sixth for the stock: no
-server to install. With --nodes, it runs on those masters, keeps the stock on
+Redis-compatible nodes in-process (package redlocktest) and a sixth for the
+stock: no server to install. The restarted node sits out the restart guard,
+as a real master would. With --nodes, it runs on those masters, keeps the stock on
 the first one (keys <prefix>demo:{<key>}:stock and :sold, overwritten at the
 start), and kills nothing. The overlap check sees this process's buyers only.
 

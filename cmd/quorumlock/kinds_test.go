@@ -78,8 +78,8 @@ func withCmd(args []string, argv ...string) []string {
 func heldBy(t *testing.T, lab *redislab.Lab, key string) string {
 	t.Helper()
 	got := owners(t, lab, key)
-	a := agree(got, quorum.Majority(len(got)))
-	if !a.Held {
+	a := agree(got, quorum.Majority(len(got)), len(got))
+	if a.Held != yes {
 		return ""
 	}
 	return a.Owner
@@ -160,8 +160,8 @@ func TestRunRead(t *testing.T) {
 	if code != exitTempFail || !strings.Contains(stderr, `lock "doc" not obtained`) {
 		t.Errorf("writer while two readers hold: status %d, stderr %q; want %d", code, stderr, exitTempFail)
 	}
-	if code, st := statusJSON(t, nodes, "doc"); code != 0 || st.Readers != 2 || st.Held {
-		t.Errorf("status while two readers hold: %d, %d readers, writer held %v; want 0, 2 readers, no writer", code, st.Readers, st.Held)
+	if code, st := statusJSON(t, nodes, "doc"); code != 0 || st.Readers.n != 2 || st.Held != no {
+		t.Errorf("status while two readers hold: %d, %v readers, writer held %v; want 0, 2 readers, no writer", code, st.Readers, st.Held)
 	}
 
 	g.open(t)
@@ -252,7 +252,7 @@ func checkSemaphore(t *testing.T, s *semaphore, limit int) {
 	owners := map[string]bool{}
 	for i, p := range s.Permits {
 		names := redlock.PermitKeys(redlock.DefaultPrefix, "pool", i)
-		if p.Permit != i || p.LockKey != names.Lock || p.FenceKey != names.Fence || !p.Held || p.Holders < 2 || owners[p.Owner] {
+		if p.Permit != i || p.LockKey != names.Lock || p.FenceKey != names.Fence || p.Held != yes || p.Holders < 2 || owners[p.Owner] {
 			t.Errorf("permit %d: %+v; want its names, held on a majority by an owner of its own", i, p)
 		}
 		owners[p.Owner] = true

@@ -20,22 +20,28 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // Exit statuses of quorumlock itself. run otherwise exits with CMD's own
-// status (128+N when CMD died of signal N), as a shell does.
+// status (128+N when CMD died of signal N), as a shell does, or dies of
+// CMD's signal (SIGINT, SIGTERM, SIGHUP, SIGPIPE) once the lock is released.
 const (
-	exitOK          = 0
-	exitFailure     = 1   // demo: a check failed (oversell, overlap, lost update)
-	exitUsage       = 2   // bad flags or arguments, as Go's flag package and most Unix tools
-	exitUnavailable = 69  // EX_UNAVAILABLE: fewer than a majority of nodes answered
-	exitTempFail    = 75  // EX_TEMPFAIL: the lock is held elsewhere; not obtained within --wait
-	exitLockLost    = 77  // EX_NOPERM: the lock was lost while CMD ran; CMD was stopped
-	exitInternal    = 125 // quorumlock failed otherwise (as env(1), timeout(1))
-	exitNoExec      = 126 // CMD was found but could not be executed
-	exitNotFound    = 127 // CMD was not found
+	exitOK           = 0
+	exitFailure      = 1   // demo: a check failed (oversell, overlap, lost update)
+	exitUsage        = 2   // bad flags or arguments, as Go's flag package and most Unix tools
+	exitUnavailable  = 69  // EX_UNAVAILABLE: fewer than a majority of nodes answered
+	exitTempFail     = 75  // EX_TEMPFAIL: the lock is held elsewhere; not obtained within --wait (--conflict-exit-code)
+	exitRestartGuard = 76  // a majority of masters started within the restart guard: trust them, or wait
+	exitLockLost     = 77  // EX_NOPERM: the lock was lost while CMD ran; CMD was stopped
+	exitNodeError    = 78  // EX_CONFIG: nodes answered with errors (memory, replica, ACL): fix them
+	exitInternal     = 125 // quorumlock failed otherwise (as env(1), timeout(1))
+	exitNoExec       = 126 // CMD was found but could not be executed
+	exitNotFound     = 127 // CMD was not found
 )
 
 // envNodes is the environment variable that provides the default of --nodes.
@@ -47,14 +53,29 @@ type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+
+	verbose bool           // run -v
+	log     *lockLog       // run's observer of its lock
+	raise   syscall.Signal // run: the signal to die of once done, if any
 }
 
 func main() {
+	if len(os.Args) > 0 && os.Args[0] == keeperName {
+		os.Exit(keep(os.Args[1:]))
+	}
 	// Node errors reach the user through the lock's errors and the status
 	// table; go-redis's own log lines would only repeat them.
 	redis.SetLogger(quietLog{})
 	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
-	os.Exit(c.main(os.Args[1:]))
+	code := c.main(os.Args[1:])
+	if c.raise != 0 {
+		// Die of the signal that ended CMD, or the wait, as CMD would have
+		// without quorumlock: the lock is released by now.
+		signal.Reset(c.raise)
+		syscall.Kill(os.Getpid(), c.raise)
+		time.Sleep(time.Second) // the signal is delivered on another thread meanwhile
+	}
+	os.Exit(code)
 }
 
 // quietLog discards go-redis's log lines.

@@ -44,6 +44,10 @@ func TestMain(m *testing.M) {
 func binary(t *testing.T) string {
 	t.Helper()
 	bin.once.Do(func() {
+		if other := os.Getenv("QUORUMLOCK_TEST_BINARY"); other != "" { // another build, e.g. to see a test fail without its fix
+			bin.path = other
+			return
+		}
 		if bin.dir, bin.err = os.MkdirTemp("", "quorumlock-test-"); bin.err != nil {
 			return
 		}

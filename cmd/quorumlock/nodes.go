@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+	"github.com/seed818c56a1/quorumlock/quorum"
 )
 
 // Client settings for every node. The library bounds each lock call by its
@@ -42,7 +43,7 @@ func dial(addrs []string) (*nodeSet, error) {
 		opt, err := nodeOptions(a)
 		if err != nil {
 			ns.close()
-			return nil, fmt.Errorf("%w %q: %w", errBadNode, a, err)
+			return nil, fmt.Errorf("%w %q: %s", errBadNode, redactAddr(a), redactAll(err.Error(), []string{a}))
 		}
 		ns.clients = append(ns.clients, redis.NewClient(opt))
 	}
@@ -96,18 +97,48 @@ func (ns *nodeSet) reachable(ctx context.Context) int {
 	return int(n.Load())
 }
 
-// warm opens one connection to every node in parallel, each under
-// warmTimeout, and ignores failures: the lock's quorum decides.
-func (ns *nodeSet) warm(ctx context.Context) {
+// pings pings every node in parallel, each under timeout, and returns
+// each one's error.
+func (ns *nodeSet) pings(ctx context.Context, timeout time.Duration) []error {
+	errs := make([]error, len(ns.clients))
 	var wg sync.WaitGroup
-	for _, c := range ns.clients {
+	for i, c := range ns.clients {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, warmTimeout)
+			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			c.Ping(ctx)
+			errs[i] = c.Ping(ctx).Err()
 		})
 	}
 	wg.Wait()
+	return errs
+}
+
+// warm opens one connection to every node in parallel, each under
+// warmTimeout, so that dialing does not eat the first attempt's node
+// timeout. It returns once every node answered, or a majority did, or
+// bound passed, whichever comes first: a hung node must not delay the lock.
+// Failures are ignored: the lock's quorum decides.
+func (ns *nodeSet) warm(ctx context.Context, bound time.Duration) {
+	answered := make(chan struct{}, len(ns.clients))
+	for _, c := range ns.clients {
+		go func() {
+			ctx, cancel := context.WithTimeout(ctx, warmTimeout)
+			defer cancel()
+			c.Ping(ctx)
+			answered <- struct{}{}
+		}()
+	}
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	for range quorum.Majority(len(ns.clients)) {
+		select {
+		case <-answered:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func (ns *nodeSet) close() {

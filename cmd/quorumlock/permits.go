@@ -88,15 +88,15 @@ func (s *semaphore) setAddr(n int, addr string) {
 }
 
 // tally finds each permit's holder and counts the permits held.
-func (s *semaphore) tally(need int) {
+func (s *semaphore) tally(need, reachable int) {
 	for i := range s.Permits {
 		p := &s.Permits[i]
 		owners := make([]string, len(p.Nodes))
 		for n, h := range p.Nodes {
 			owners[n] = h.Owner
 		}
-		p.agreement = agree(owners, need)
-		if p.Held {
+		p.agreement = agree(owners, need, reachable)
+		if p.Held == yes {
 			s.Held++
 		}
 	}

@@ -28,19 +28,20 @@ func query(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
 		g.Go(func() error {
 			ctx, cancel := context.WithTimeout(ctx, f.timeout)
 			defer cancel()
-			st.queryNode(ctx, rdb, i)
-			st.setAddr(i, ns.addrs[i])
+			st.queryNode(ctx, rdb, i, f.guard)
+			st.setAddr(i, redactAddr(ns.addrs[i]))
 			return nil
 		})
 	}
 	_ = g.Wait() // nothing to report: each node's error is in st
 	st.tally()
+	st.tallyGuard(f.guard)
 	return st
 }
 
 // queryNode reads node i's view of the key, and of its semaphore, in one
 // pipeline.
-func (st *lockStatus) queryNode(ctx context.Context, rdb *redis.Client, i int) {
+func (st *lockStatus) queryNode(ctx context.Context, rdb *redis.Client, i int, guard time.Duration) {
 	pipe := rdb.Pipeline()
 	writer := queueHolder(ctx, pipe, st.LockKey, st.FenceKey)
 	now := pipe.Time(ctx)
@@ -49,14 +50,18 @@ func (st *lockStatus) queryNode(ctx context.Context, rdb *redis.Client, i int) {
 	if st.Semaphore != nil {
 		permits = st.Semaphore.queue(ctx, pipe, i)
 	}
+	info := pipe.InfoMap(ctx, "server")
+	trusted := pipe.Get(ctx, redlock.TrustKey)
 	cmds, err := pipe.Exec(ctx)
-	if err == nil || errors.Is(err, redis.Nil) {
-		err = firstError(cmds)
+	// The start's commands last: a user without INFO still gets the rest.
+	if err == nil || errors.Is(err, redis.Nil) || err == info.Err() || err == trusted.Err() {
+		err = firstError(cmds[:len(cmds)-2])
 	}
 	if err != nil {
 		st.failed(i, err)
 		return
 	}
+	st.setStart(i, startOf(info, trusted), guard)
 	st.Nodes[i].holderStatus = writer.status()
 	st.Nodes[i].readers = liveReaders(readers.Val(), now.Val())
 	st.Nodes[i].Readers = len(st.Nodes[i].readers)
@@ -152,20 +157,28 @@ func (st *lockStatus) tally() {
 			readers[r]++
 		}
 	}
-	st.agreement = agree(owners, st.Need)
+	st.agreement = agree(owners, st.Need, st.Reachable)
+	st.Readers = count{known: st.Reachable >= st.Need}
 	for _, k := range readers {
 		if k >= st.Need {
-			st.Readers++
+			st.Readers.n++
+		}
+	}
+	if st.Readers.n > 0 {
+		st.Readers.known = true // a majority has them, whatever the others say
+		if st.Held != yes {
+			st.State = stateShared
 		}
 	}
 	if st.Semaphore != nil {
-		st.Semaphore.tally(st.Need)
+		st.Semaphore.tally(st.Need, st.Reachable)
 	}
 }
 
 // agree returns the owner most of owners name ("" is free), ties going to
-// the smallest, and whether need of them name it.
-func agree(owners []string, need int) agreement {
+// the smallest, and whether need of them name it — unknown when fewer than
+// need of the nodes answered (reachable) and fewer than need hold it.
+func agree(owners []string, need, reachable int) agreement {
 	counts := map[string]int{}
 	for _, o := range owners {
 		if o != "" {
@@ -178,6 +191,15 @@ func agree(owners []string, need int) agreement {
 			a.Owner, a.Holders = owner, k
 		}
 	}
-	a.Held = a.Holders >= need
+	switch {
+	case a.Holders >= need:
+		a.Held, a.State = yes, stateHeld
+	case reachable < need:
+		a.Held, a.State = unknown, stateUnknown
+	case a.Holders > 0:
+		a.State = statePartial
+	default:
+		a.State = stateFree
+	}
 	return a
 }

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"syscall"
 	"time"
 
-	"github.com/seed818c56a1/quorumlock/quorum"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -28,6 +28,11 @@ type runFlags struct {
 	read                          bool
 	limit                         int
 	ttl, wait, grace, nodeTimeout time.Duration
+	guard                         time.Duration // --restart-guard, when guardSet
+	guardSet                      bool
+	conflict                      int   // --conflict-exit-code
+	killGroup                     bool  // --kill-group
+	verbose                       bool  // -v
 	claim                         claim // what the flags ask for, once checked
 }
 
@@ -41,6 +46,13 @@ func (f *runFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.DurationVar(&f.wait, "wait", 0, "how long to wait for the lock when it is held; 0 makes a single attempt, as flock -n")
 	fs.DurationVar(&f.grace, "grace", defaultGrace, "after the lock is lost, time between SIGTERM and SIGKILL to CMD")
 	fs.DurationVar(&f.nodeTimeout, "node-timeout", redlock.DefaultNodeTimeout, "timeout of every lock call to one node")
+	fs.DurationVar(&f.guard, "restart-guard", 0, "count a master's grants only once its process has been up this long "+
+		"(default: --ttl); must cover the longest TTL of every client of these masters; 0 turns restart detection off")
+	fs.IntVar(&f.conflict, "conflict-exit-code", exitTempFail, "exit `status` when the lock is held elsewhere (as flock -E)")
+	fs.IntVar(&f.conflict, "E", exitTempFail, "short for --conflict-exit-code")
+	fs.BoolVar(&f.killGroup, "kill-group", false, "when CMD exits, send what is left of its process group SIGTERM (SIGKILL after --grace) "+
+		"instead of holding the lock until it exits by itself")
+	fs.BoolVar(&f.verbose, "v", false, "log node failures, renewals and the lock's life on stderr")
 }
 
 // check validates the flags that fs parsed and CMD, sets f.claim, and
@@ -60,7 +72,12 @@ func (f *runFlags) check(fs *flag.FlagSet) ([]string, error) {
 		return nil, errors.New("no command to run: give it after --")
 	case f.wait < 0:
 		return nil, fmt.Errorf("--wait %v must not be negative", f.wait)
+	case f.guard < 0:
+		return nil, fmt.Errorf("--restart-guard %v must not be negative", f.guard)
+	case f.conflict < 0 || f.conflict > 255:
+		return nil, fmt.Errorf("--conflict-exit-code %d must be in [0, 255]", f.conflict)
 	}
+	f.guardSet = given["restart-guard"]
 	return addrs, errors.Join(positive("ttl", f.ttl), positive("grace", f.grace), positive("node-timeout", f.nodeTimeout))
 }
 
@@ -75,25 +92,66 @@ func (c *cli) run(args []string) int {
 	if err != nil {
 		return c.usageError(fs, err)
 	}
+	path, code, err := findCommand(fs.Arg(0))
+	if err != nil { // before the lock: a wrong command must not wait for it
+		fmt.Fprintf(c.stderr, "quorumlock: %v\n", err)
+		return code
+	}
 	ns, err := dial(addrs)
 	if err != nil {
 		return c.usageError(fs, err)
 	}
-	defer ns.close()
-	client, err := redlock.New(ns.universal(), redlock.WithTTL(f.ttl), redlock.WithNodeTimeout(f.nodeTimeout),
-		redlock.WithPrefix(f.prefix), redlock.WithAutoRenew(true))
+	c.verbose = f.verbose
+	client, err := redlock.New(ns.universal(), f.options(c)...)
 	if err != nil {
-		return c.usageError(fs, err)
+		ns.close()
+		return c.usageError(fs, errors.New(ns.redact(err.Error())))
 	}
-	defer client.Close()
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
+	begin := time.Now()
 	l, code := c.acquire(client, ns, &f, sigs)
-	if l == nil {
-		return code
+	if l != nil {
+		code = c.supervise(l, ns, path, fs.Args(), &f, sigs)
+		begin = time.Now()
 	}
-	return c.supervise(l, fs.Args(), &f, sigs)
+	closeWithin(begin.Add(f.wait+f.nodeTimeout), client, ns)
+	return code
+}
+
+// options are the Client's options for f.
+func (f *runFlags) options(c *cli) []redlock.Option {
+	opts := []redlock.Option{redlock.WithTTL(f.ttl), redlock.WithNodeTimeout(f.nodeTimeout),
+		redlock.WithPrefix(f.prefix), redlock.WithAutoRenew(true), redlock.WithObserver(c.lockLog())}
+	if f.guardSet {
+		opts = append(opts, redlock.WithRestartGuard(f.guard))
+	}
+	if f.verbose {
+		opts = append(opts, redlock.WithLogger(c.logger()))
+	}
+	return opts
+}
+
+// closeSlack is how long run waits for the Client and the node connections
+// to close at least; never longer than the deadline it is given otherwise,
+// since a hung node may hold a close up (the lock is released or failed by
+// then, and the process exits).
+const closeSlack = 50 * time.Millisecond
+
+func closeWithin(deadline time.Time, client *redlock.Client, ns *nodeSet) {
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		client.Close()
+		ns.close()
+	}()
+	t := time.NewTimer(max(time.Until(deadline), closeSlack))
+	defer t.Stop()
+	select {
+	case <-closed:
+	case <-t.C:
+	}
 }
 
 // A signalError is the cause of a wait interrupted by a signal.
@@ -102,20 +160,30 @@ type signalError struct{ sig os.Signal }
 func (e signalError) Error() string { return "interrupted by " + e.sig.String() }
 
 // acquire takes the lock, waiting up to --wait, and gives up early on a
-// signal. Without the lock it returns the exit status.
+// signal (SIGTSTP stops quorumlock, then the wait goes on). Without the lock
+// it returns the exit status, within --wait plus the node timeout.
 func (c *cli) acquire(client *redlock.Client, ns *nodeSet, f *runFlags, sigs <-chan os.Signal) (*redlock.Lock, int) {
+	deadline := time.Now().Add(f.wait + f.nodeTimeout)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		select {
-		case s := <-sigs:
-			cancel(signalError{s})
-		case <-ctx.Done():
+		for {
+			select {
+			case s := <-sigs:
+				if s == syscall.SIGTSTP {
+					syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+					continue
+				}
+				cancel(signalError{s})
+				return
+			case <-ctx.Done():
+				return
+			}
 		}
 	}()
-	ns.warm(ctx)
-	l, err := tryOrWait(ctx, client, f)
+	ns.warm(ctx, min(warmTimeout, max(f.wait, f.nodeTimeout)))
+	l, err := tryOrWait(ctx, client, f, deadline.Add(-f.nodeTimeout))
 	cancel(nil)
 	<-watched
 	var sig signalError
@@ -124,48 +192,32 @@ func (c *cli) acquire(client *redlock.Client, ns *nodeSet, f *runFlags, sigs <-c
 			c.reportRelease(f.claim, c.release(l))
 		}
 		fmt.Fprintf(c.stderr, "quorumlock: waiting for %v %v\n", f.claim, sig)
+		if s, ok := sig.sig.(syscall.Signal); ok && raised[s] {
+			c.raise = s
+		}
 		return nil, 128 + signalNumber(sig.sig)
 	}
 	if err != nil {
-		fmt.Fprintf(c.stderr, "quorumlock: %v not obtained (waited %v): %v\n", f.claim, f.wait, err)
-		return nil, notObtainedStatus(context.WithoutCancel(ctx), ns, err)
+		code, why := c.notObtained(ns, f, err, deadline)
+		waited := ""
+		if f.wait > 0 {
+			waited = fmt.Sprintf(" within --wait %v", f.wait)
+		}
+		fmt.Fprintf(c.stderr, "quorumlock: %v not obtained%s: %s\n", f.claim, waited, why)
+		return nil, code
 	}
 	return l, exitOK
 }
 
-// tryOrWait makes one attempt when --wait is 0, else waits up to --wait.
-func tryOrWait(ctx context.Context, client *redlock.Client, f *runFlags) (*redlock.Lock, error) {
+// tryOrWait makes one attempt when --wait is 0, else waits until the end of
+// --wait, counted from the start of the acquisition.
+func tryOrWait(ctx context.Context, client *redlock.Client, f *runFlags, end time.Time) (*redlock.Lock, error) {
 	if f.wait == 0 {
 		return f.claim.try(ctx, client)
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.wait)
+	ctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	return f.claim.wait(ctx, client)
-}
-
-// notObtainedStatus tells a lock held elsewhere from nodes that do not
-// answer: by the last attempt's refusals, or else by pinging the nodes
-// (the last attempt may have been cut short by the end of --wait). A
-// --limit other than the current holders' is a usage error.
-func notObtainedStatus(ctx context.Context, ns *nodeSet, err error) int {
-	switch {
-	case errors.Is(err, redlock.ErrInvalid):
-		return exitUsage
-	case !errors.Is(err, redlock.ErrNotObtained):
-		return exitInternal
-	}
-	var qe *redlock.QuorumError
-	if errors.As(err, &qe) {
-		for _, v := range qe.Votes {
-			if v.Outcome == redlock.Refused {
-				return exitTempFail
-			}
-		}
-	}
-	if ns.reachable(ctx) < quorum.Majority(len(ns.clients)) {
-		return exitUnavailable
-	}
-	return exitTempFail
 }
 
 // release unlocks l after CMD exited and returns what went wrong, if
@@ -175,72 +227,3 @@ func (c *cli) release(l *redlock.Lock) error {
 	defer cancel()
 	return l.Unlock(ctx)
 }
-
-const runUsage = `Usage: quorumlock run --nodes host:port,... --key K [--read | --limit N] [flags] -- CMD [ARGS...]
-       quorumlock run --nodes host:port,... --keys K1,K2,... [flags] -- CMD [ARGS...]
-
-Acquire the lock K on a majority of the nodes, run CMD while the lock is
-renewed every ttl/3, release the lock when CMD exits, and exit with CMD's
-status: a distributed flock(1). CMD inherits stdin, stdout and stderr, and
-runs in its own process group with $QUORUMLOCK_KEY (K) and $QUORUMLOCK_TOKEN
-(the lock's fencing token: pass it to stores that reject stale writers).
-
-Other kinds of hold:
-  --keys K1,K2,...  every lock of the list at once, or none: never part of
-                    them while waiting for the rest, so runs whose lists
-                    overlap, in any order, do not deadlock. $QUORUMLOCK_KEY
-                    is the list, $QUORUMLOCK_TOKEN the largest token, and
-                    $QUORUMLOCK_TOKENS each key's token as K1=T1,K2=T2,...
-                    in the order given (split at the commas, then at the
-                    last '=').
-  --read            a shared hold of K: runs with --read run together, but
-                    never while a run without --read holds K.
-  --limit N         one of N permits of K, a semaphore: at most N runs at
-                    once; every run of K must give the same N.
-                    $QUORUMLOCK_PERMIT is the permit held, in [0, N), and
-                    $QUORUMLOCK_TOKEN that permit's token: fence per K and
-                    permit.
-
-SIGINT, SIGTERM and SIGHUP sent to quorumlock are forwarded to CMD's process
-group. If the lock is lost while CMD runs (too few nodes renewed it before
-its validity ran out), CMD's process group gets SIGTERM, then SIGKILL after
---grace, and quorumlock exits with status 77. CMD runs unprotected from the
-loss until it exits: handle SIGTERM promptly.
-
-Flags:
-{{flags}}
-Exit status:
-  CMD's status  CMD ran under the lock (128+N if it died of signal N)
-  2             bad flags or arguments, or --limit N while K is held with
-                another limit
-  69            fewer than a majority of nodes answered (EX_UNAVAILABLE)
-  75            the lock is held elsewhere (with --limit, every permit): not
-                obtained within --wait (EX_TEMPFAIL)
-  77            the lock was lost while CMD ran, or found lost at release: CMD
-                was stopped, and its work may have overlapped another holder's
-                (EX_NOPERM)
-  125           quorumlock itself failed
-  126, 127      CMD could not be executed, or was not found
-
-Examples:
-  # Run the nightly report on one machine of the fleet at most; skip it if
-  # another machine runs it already.
-  quorumlock run --nodes r1:6379,r2:6379,r3:6379 --key nightly-report -- ./report.sh
-
-  # Queue up to ten minutes behind other deployments.
-  export QUORUMLOCK_NODES=r1:6379,r2:6379,r3:6379
-  quorumlock run --key deploy --wait 10m -- make deploy
-
-  # Use the fencing token in a script.
-  quorumlock run --key migrate -- sh -c 'psql -c "select migrate($QUORUMLOCK_TOKEN)"'
-
-  # Move stock between two warehouses: both locks, or wait for both.
-  quorumlock run --keys stock-east,stock-west --wait 1m -- ./transfer.sh
-
-  # Back up while other readers read, but never during a schema change
-  # (which runs with --key schema, without --read).
-  quorumlock run --key schema --read --wait 5m -- ./backup.sh
-
-  # At most four encoders at once over the fleet.
-  quorumlock run --key encoder --limit 4 --wait 1h -- sh -c 'encode --slot "$QUORUMLOCK_PERMIT"'
-`

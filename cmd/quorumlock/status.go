@@ -28,6 +28,7 @@ type holderStatus struct {
 // A nodeStatus is what one node says about a key: its writer and readers.
 type nodeStatus struct {
 	holderStatus
+	masterAge
 	Readers int      `json:"readers"` // readers whose lease has not ended on the node's clock
 	readers []string // their members
 }
@@ -35,9 +36,10 @@ type nodeStatus struct {
 // An agreement is the owner that most nodes hold a lock for, and whether
 // they are a majority.
 type agreement struct {
-	Owner   string `json:"owner,omitempty"` // the owner held on most nodes
-	Holders int    `json:"holders"`         // nodes that hold Owner
-	Held    bool   `json:"held"`            // Holders ≥ a majority
+	Owner   string   `json:"owner,omitempty"` // the owner held on most nodes
+	Holders int      `json:"holders"`         // nodes that hold Owner
+	Held    tristate `json:"held"`            // Holders ≥ a majority; unknown if no majority answered and fewer hold it
+	State   string   `json:"state"`           // held, shared, not held, free or unknown
 }
 
 // A lockStatus is the view of one key over all nodes.
@@ -50,7 +52,8 @@ type lockStatus struct {
 	Need       int          `json:"need"`      // a majority of the nodes (quorum.Majority)
 	Reachable  int          `json:"reachable"` // nodes that answered
 	agreement               // on the writer
-	Readers    int          `json:"readers"`             // readers live on a majority of nodes
+	Readers    count        `json:"readers"`             // readers live on a majority of nodes; unknown if no majority answered
+	Guard      *guardStatus `json:"restart_guard"`       // the masters' age against the restart guard
 	Semaphore  *semaphore   `json:"semaphore,omitempty"` // with --limit
 }
 
@@ -60,6 +63,7 @@ type statusFlags struct {
 	json    bool
 	timeout time.Duration
 	limit   int
+	guard   time.Duration
 }
 
 func (c *cli) status(args []string) int {
@@ -68,6 +72,7 @@ func (c *cli) status(args []string) int {
 	f.target.register(fs, c.getenv, "the lock's `name` (required)")
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of a table")
 	fs.DurationVar(&f.timeout, "timeout", defaultStatusTimeout, "timeout of the query to each node")
+	fs.DurationVar(&f.guard, "restart-guard", redlock.DefaultTTL, "show each master's age against this restart `guard` (run's --restart-guard, by default its --ttl)")
 	fs.IntVar(&f.limit, "limit", 0, fmt.Sprintf("also show the `N` permits of --key's semaphore (1 to %d), as run --limit N holds them", redlock.MaxLimit))
 	if code, ok := c.parse(fs, statusUsage, args); !ok {
 		return code
@@ -115,6 +120,9 @@ func (f *statusFlags) check(fs *flag.FlagSet) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.guard < 0 {
+		return nil, fmt.Errorf("--restart-guard %v must not be negative", f.guard)
+	}
 	return addrs, positive("timeout", f.timeout)
 }
 
@@ -125,7 +133,14 @@ TTL, its number of holds and the fencing counter (the last token the node
 issued); the readers whose lease has not ended (run --read); whether the
 node answered; and whether a majority of nodes holds the same owner, which
 is when the lock is held. Readers count as holding K when a majority of
-nodes has them.
+nodes has them (the key is then "shared"). When fewer than a majority
+answered, whether K is held and how many read it is "unknown" (in --json,
+held and readers are then the string "unknown").
+
+It also shows each master's uptime (UP) against the restart guard
+(--restart-guard; run's default is its --ttl) and whether 'quorumlock
+trust' vouched for it (GUARD: counts, vouched, or how long until it counts),
+and when a majority of masters will count for a new lock.
 
 With --limit N, also show the semaphore of name K that run --limit N
 holds: the limit its holders were granted with and the waiters in line on

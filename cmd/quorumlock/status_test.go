@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -32,7 +33,7 @@ func TestStatusJSON(t *testing.T) {
 	l := holdLock(t, lab, "jobs")
 
 	code, st := statusJSON(t, nodes, "jobs")
-	if code != 0 || !st.Held || st.Holders < 2 || st.Need != 2 || st.Reachable != 3 || st.Owner == "" {
+	if code != 0 || st.Held != yes || st.State != stateHeld || st.Holders < 2 || st.Need != 2 || st.Reachable != 3 || st.Owner == "" {
 		t.Fatalf("status %d, %+v; want 0, held on 2 or 3 of 3 (need 2)", code, st)
 	}
 	if st.LockKey != "quorumlock:{jobs}" || st.FenceKey != "quorumlock:{jobs}:fence" {
@@ -60,12 +61,22 @@ func TestStatusJSON(t *testing.T) {
 
 	lab.Kill(t, spare)
 	code, st = statusJSON(t, nodes, "jobs")
-	if down := st.Nodes[spare]; code != 0 || !st.Held || down.Reachable || down.Error == "" || st.Reachable != 2 {
+	if down := st.Nodes[spare]; code != 0 || st.Held != yes || down.Reachable || down.Error == "" || st.Reachable != 2 {
 		t.Errorf("one node down: status %d, %+v; want 0, still held, node %d unreachable with an error", code, st, spare+1)
 	}
 	lab.Kill(t, (spare+1)%3)
-	if code, st = statusJSON(t, nodes, "jobs"); code != exitUnavailable || st.Held {
-		t.Errorf("two nodes down: status %d, held %v; want %d, not held", code, st.Held, exitUnavailable)
+	// One node of three answered, whatever it holds: whether a
+	// majority holds it, or has readers, is unknown — not false, not 0.
+	code, stdout, _ := inProcess("status", "--nodes", nodes, "--key", "jobs", "--json")
+	for _, want := range []string{`"held": "unknown"`, `"state": "unknown"`, `"readers": "unknown"`} {
+		if code != exitUnavailable || !strings.Contains(stdout, want) {
+			t.Errorf("two nodes down: status %d, JSON lacks %s:\n%s", code, want, stdout)
+		}
+	}
+	code, stdout, _ = inProcess("status", "--nodes", nodes, "--key", "jobs")
+	if code != exitUnavailable || !strings.Contains(stdout, "readers: unknown: only 1 of 3 nodes answered") ||
+		!strings.Contains(stdout, "unknown: only 1 of 3 nodes answered") {
+		t.Errorf("two nodes down: status %d, the table claims to know:\n%s", code, stdout)
 	}
 }
 
@@ -109,12 +120,13 @@ func TestStatusTable(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	want := []string{
 		`lock quorumlock:\{table\} \(fence quorumlock:\{table\}:fence\)`,
-		`NODE +STATE +OWNER +TTL +HOLDS +FENCE +READERS +ERROR`,
-		regexp.QuoteMeta(addrs[0]) + ` +held +OWNERA +(59|60)(\.\d+)?s +2 +7 +0 +-`,
-		regexp.QuoteMeta(addrs[1]) + ` +held +OWNERA +(59|60)(\.\d+)?s +2 +7 +0 +-`,
-		regexp.QuoteMeta(addrs[2]) + ` +held +OWNERB +(59|60)(\.\d+)?s +1 +3 +0 +-`,
+		`NODE +STATE +OWNER +TTL +HOLDS +FENCE +READERS +UP +GUARD +ERROR`,
+		regexp.QuoteMeta(addrs[0]) + ` +held +OWNERA +(59|60)(\.\d+)?s +2 +7 +0 +\d+[ms0-9]*s +vouched +-`,
+		regexp.QuoteMeta(addrs[1]) + ` +held +OWNERA +(59|60)(\.\d+)?s +2 +7 +0 +\d+[ms0-9]*s +vouched +-`,
+		regexp.QuoteMeta(addrs[2]) + ` +held +OWNERB +(59|60)(\.\d+)?s +1 +3 +0 +\d+[ms0-9]*s +vouched +-`,
 		`held: owner OWNERA on 2 of 3 nodes \(a majority is 2\)`,
 		`readers: 0 on a majority of nodes \(quorumlock:\{table\}:readers\)`,
+		`restart guard 10s: 3 of 3 masters count \(up that long, or vouched for\)`,
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), out.String())
@@ -158,8 +170,8 @@ func TestStatusReaders(t *testing.T) {
 	addReaders(t, clients[2], "doc", -time.Second, "o2 h2") // its lease on node 3 ended
 
 	code, st := statusJSON(t, nodes, "doc")
-	if code != 0 || st.Readers != 2 || st.ReadersKey != "quorumlock:{doc}:readers" || st.Held {
-		t.Errorf("status %d, %d readers in %q, writer held %v; want 0, 2 readers (o1, o2) in quorumlock:{doc}:readers, no writer",
+	if code != 0 || st.Readers.n != 2 || st.ReadersKey != "quorumlock:{doc}:readers" || st.Held != no || st.State != stateShared {
+		t.Errorf("status %d, %v readers in %q, writer held %v; want 0, 2 readers (o1, o2) in quorumlock:{doc}:readers, no writer",
 			code, st.Readers, st.ReadersKey, st.Held)
 	}
 	for i, want := range []int{3, 2, 2} {
@@ -170,6 +182,9 @@ func TestStatusReaders(t *testing.T) {
 	code, stdout, _ := inProcess("status", "--nodes", nodes, "--key", "doc")
 	if code != 0 || !strings.Contains(stdout, "readers: 2 on a majority of nodes (quorumlock:{doc}:readers)") {
 		t.Errorf("status %d, table without the readers:\n%s", code, stdout)
+	}
+	if !strings.Contains(stdout, "shared: no writer, 2 readers on a majority of nodes") || strings.Contains(stdout, "free") {
+		t.Errorf("two readers hold the key, yet the table does not say so:\n%s", stdout)
 	}
 }
 
@@ -215,10 +230,10 @@ func TestStatusSemaphore(t *testing.T) {
 			t.Errorf("semaphore node %d: %+v, want %+v", i, s.Nodes[i], want)
 		}
 	}
-	if p := s.Permits[0]; p.Held || p.Owner != "" || p.Nodes[0].Fence != 0 {
+	if p := s.Permits[0]; p.Held != no || p.Owner != "" || p.Nodes[0].Fence != 0 {
 		t.Errorf("permit 0: %+v; want free, never granted", p)
 	}
-	if p := s.Permits[1]; !p.Held || p.Owner != "OWNERA" || p.Holders != 2 || p.Nodes[1].Fence != 4 || p.Nodes[1].Holds != 1 || p.Nodes[2].Owner != "" {
+	if p := s.Permits[1]; p.Held != yes || p.Owner != "OWNERA" || p.Holders != 2 || p.Nodes[1].Fence != 4 || p.Nodes[1].Holds != 1 || p.Nodes[2].Owner != "" {
 		t.Errorf("permit 1: %+v; want held by OWNERA on nodes 1 and 2", p)
 	}
 
@@ -270,5 +285,27 @@ func TestStatusErrorAfterNil(t *testing.T) {
 	code, st := statusJSON(t, nodes, "odd")
 	if n := st.Nodes[2]; code != 0 || n.Reachable || !strings.Contains(n.Error, "WRONGTYPE") || st.Reachable != 2 {
 		t.Errorf("status %d, node 3 %+v, %d reachable; want 0, node 3 with the WRONGTYPE error, 2 reachable", code, n, st.Reachable)
+	}
+}
+
+// status shows each master's age against the restart guard, and whether
+// trust vouched for it: brand-new masters are not counted yet.
+func TestStatusShowsTheRestartGuard(t *testing.T) {
+	lab := redislab.Start(t, 3) // not vouched for
+	nodes := strings.Join(lab.Addrs(), ",")
+	code, stdout, _ := inProcess("status", "--nodes", nodes, "--key", "g", "--restart-guard", "1h")
+	if code != 0 || !strings.Contains(stdout, "only 0 of 3 masters count yet") || !strings.Contains(stdout, "quorumlock trust") ||
+		!regexp.MustCompile(`\d+m\d+s left`).MatchString(stdout) {
+		t.Errorf("status %d on new masters, guard 1h; want each one's time left and what to do:\n%s", code, stdout)
+	}
+	lab.Trust(t, redlock.TrustStart)
+	code, st := statusJSON(t, nodes, "g", "--restart-guard", "1h")
+	for i, n := range st.Nodes {
+		if !n.Vouched || n.GuardLeftMillis != 0 || n.RunID == "" {
+			t.Errorf("node %d after trust: %+v; want vouched, nothing left", i, n.masterAge)
+		}
+	}
+	if code != 0 || st.Guard == nil || st.Guard.Counted != 3 || st.Guard.WaitMillis != 0 {
+		t.Errorf("status %d, guard %+v after trust; want 3 counted, no wait", code, st.Guard)
 	}
 }

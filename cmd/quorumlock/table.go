@@ -18,21 +18,30 @@ func newTable(w io.Writer) *tabwriter.Writer {
 func printStatus(w io.Writer, st *lockStatus) error {
 	fmt.Fprintf(w, "lock %s (fence %s)\n", st.LockKey, st.FenceKey)
 	tw := newTable(w)
-	fmt.Fprintln(tw, "NODE\tSTATE\tOWNER\tTTL\tHOLDS\tFENCE\tREADERS\tERROR")
+	fmt.Fprintln(tw, "NODE\tSTATE\tOWNER\tTTL\tHOLDS\tFENCE\tREADERS\tUP\tGUARD\tERROR")
 	for _, n := range st.Nodes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Addr, nodeState(&n.holderStatus), orDash(n.Owner),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Addr, keyState(&n), orDash(n.Owner),
 			ttlText(&n.holderStatus), countText(n.Owner != "", n.Holds), countText(n.Reachable, n.Fence),
-			countText(n.Reachable, int64(n.Readers)), orDash(n.Error))
+			countText(n.Reachable, int64(n.Readers)), upText(&n), guardText(&n), orDash(n.Error))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, verdict(st.agreement, st))
-	_, err := fmt.Fprintf(w, "readers: %d on a majority of nodes (%s)\n", st.Readers, st.ReadersKey)
+	_, err := fmt.Fprintf(w, "%s\n%s\n", readersLine(st), guardLine(st))
 	if err != nil || st.Semaphore == nil {
 		return err
 	}
 	return printSemaphore(w, st.Semaphore, st)
+}
+
+// keyState is a node's state of the key: its writer's, or "read" when it
+// has readers and no writer.
+func keyState(n *nodeStatus) string {
+	if n.Reachable && n.Owner == "" && n.Readers > 0 {
+		return "read"
+	}
+	return nodeState(&n.holderStatus)
 }
 
 func nodeState(n *holderStatus) string {
@@ -50,8 +59,10 @@ func nodeState(n *holderStatus) string {
 func verdict(a agreement, st *lockStatus) string {
 	n := len(st.Nodes)
 	switch {
-	case a.Held:
+	case a.Held == yes:
 		return fmt.Sprintf("held: owner %s on %d of %d nodes (a majority is %d)", a.Owner, a.Holders, n, st.Need)
+	case a.State == stateShared:
+		return fmt.Sprintf("shared: no writer, %d readers on a majority of nodes", st.Readers.n)
 	case st.Reachable < st.Need:
 		return fmt.Sprintf("unknown: only %d of %d nodes answered (a majority is %d)", st.Reachable, n, st.Need)
 	case a.Holders > 0:
@@ -82,4 +93,13 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// readersLine says how many readers a majority of nodes has, if that is
+// known.
+func readersLine(st *lockStatus) string {
+	if !st.Readers.known {
+		return fmt.Sprintf("readers: unknown: only %d of %d nodes answered (%s)", st.Reachable, len(st.Nodes), st.ReadersKey)
+	}
+	return fmt.Sprintf("readers: %d on a majority of nodes (%s)", st.Readers.n, st.ReadersKey)
 }

@@ -63,7 +63,7 @@ func (c *cli) trust(args []string) int {
 		g.Go(func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 			defer cancel()
-			vouches[i] = vouchFor(ctx, addrs[i], rdb)
+			vouches[i] = vouchFor(ctx, redactAddr(addrs[i]), rdb)
 			return vouches[i].err
 		})
 	}
@@ -103,9 +103,9 @@ func (c *cli) checkNew(ns *nodeSet, prefix string, timeout time.Duration, force 
 		}
 		refused++
 		if !force {
-			fmt.Fprintf(c.stdout, "%s\trefused: %s %s\n", ns.addrs[i], ns.addrs[e.Other], e.Why)
+			fmt.Fprintf(c.stdout, "%s\trefused: %s %s\n", redactAddr(ns.addrs[i]), redactAddr(ns.addrs[e.Other]), ns.redact(e.Why))
 		} else {
-			fmt.Fprintf(c.stderr, "quorumlock trust: warning: --force: vouching for %s although %s %s\n", ns.addrs[i], ns.addrs[e.Other], e.Why)
+			fmt.Fprintf(c.stderr, "quorumlock trust: warning: --force: vouching for %s although %s %s\n", redactAddr(ns.addrs[i]), redactAddr(ns.addrs[e.Other]), ns.redact(e.Why))
 		}
 	}
 	if refused > 0 && !force {

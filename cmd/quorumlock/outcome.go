@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/quorum"
+	"github.com/seed818c56a1/quorumlock/redlock"
+)
+
+// A voteCount sorts the votes of a failed acquisition by what they say about
+// the lock and the nodes.
+type voteCount struct {
+	granted, refused int
+	guarded          int      // granted, but not counted: started within the restart guard
+	broken           []string // answered with an error: what to fix on each
+	pending          int      // not answered when the attempt ended
+}
+
+func countVotes(votes []redlock.NodeVote) voteCount {
+	var k voteCount
+	for _, v := range votes {
+		switch {
+		case v.Outcome == redlock.Granted:
+			k.granted++
+		case v.Outcome == redlock.Refused:
+			k.refused++
+		case v.Outcome == redlock.Pending:
+			k.pending++
+		case errors.Is(v.Err, redlock.ErrNodeRestarted):
+			k.guarded++
+		case nodeBroken(v.Err):
+			k.broken = append(k.broken, fmt.Sprintf("node %d (%s): %v", v.Node+1, redactAddr(v.Addr), oneLine(v.Err)))
+		}
+	}
+	return k
+}
+
+// nodeBroken reports whether err is a node's answer that no wait will change:
+// an error reply (out of memory, read-only, no permission…), a replica, or a
+// master that cannot say when it started.
+func nodeBroken(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) || errors.Is(err, redlock.ErrReplica) || errors.Is(err, redlock.ErrStartUnknown)
+}
+
+// notObtained returns run's exit status when the claim was not obtained, and
+// why, in one line: held elsewhere (--conflict-exit-code, 75) only when
+// enough nodes refused that no majority could grant it; masters within the
+// restart guard; nodes answering with errors; or too few nodes answering.
+func (c *cli) notObtained(ns *nodeSet, f *runFlags, err error, deadline time.Time) (int, string) {
+	switch {
+	case errors.Is(err, redlock.ErrInvalid):
+		return exitUsage, ns.redact(oneLine(err))
+	case !errors.Is(err, redlock.ErrNotObtained):
+		return exitInternal, ns.redact(oneLine(err))
+	}
+	var qe *redlock.QuorumError
+	var k voteCount
+	if errors.As(err, &qe) {
+		k = countVotes(qe.Votes)
+	}
+	n := len(ns.clients)
+	need := quorum.Majority(n)
+	why := ns.redact(oneLine(err))
+	switch {
+	case k.refused > n-need:
+		return f.conflict, "held elsewhere: " + why
+	case k.guarded > 0 && k.granted+k.guarded >= need:
+		return exitRestartGuard, c.guardAdvice(ns, f, k.guarded, deadline)
+	case len(k.broken) > 0:
+		return exitNodeError, fmt.Sprintf("%d of %d nodes answered with an error; fix them (memory, replica, ACL): %s",
+			len(k.broken), n, strings.Join(k.broken, "; "))
+	case k.refused > 0 && k.pending == 0:
+		return f.conflict, "held elsewhere: " + why
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	if ns.reachable(ctx) < need {
+		return exitUnavailable, "fewer than a majority of nodes answered: " + why
+	}
+	return f.conflict, "held elsewhere: " + why
+}
+
+// guardAdvice says that guarded masters' grants do not count yet, and what
+// to do: vouch for a new deployment, or wait until a majority has been up
+// for the guard (read from the nodes' uptime).
+func (c *cli) guardAdvice(ns *nodeSet, f *runFlags, guarded int, deadline time.Time) string {
+	guard := f.restartGuard()
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	var left []time.Duration
+	for _, s := range ns.starts(ctx) {
+		if s.err == nil {
+			left = append(left, s.guardLeft(guard))
+		}
+	}
+	wait := "until a majority of them has been up that long"
+	if need := quorum.Majority(len(ns.clients)); len(left) >= need {
+		slices.Sort(left)
+		wait = fmt.Sprintf("%v, until a majority has been up that long (or run with --wait %v)",
+			left[need-1].Round(time.Second), (left[need-1] + time.Second).Round(time.Second))
+	}
+	return fmt.Sprintf("%d of %d masters started less than the restart guard (%v) ago, and their grants do not count yet: "+
+		"if they are a new deployment, vouch for them once with 'quorumlock trust --nodes ...'; otherwise wait %s",
+		guarded, len(ns.clients), guard, wait)
+}
+
+// restartGuard is the guard run's Client uses: --restart-guard, else the TTL.
+func (f *runFlags) restartGuard() time.Duration {
+	if f.guardSet {
+		return f.guard
+	}
+	return f.ttl
+}
+
+// oneLine joins the lines of err's message (a context error joined with a
+// quorum error, say) with "; ".
+func oneLine(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}
