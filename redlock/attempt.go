@@ -152,17 +152,16 @@ func (a *acquisition) calls(ticket string) []*scriptCall {
 // Client last saw it.
 func (a *acquisition) perNode(base *scriptCall) []*scriptCall {
 	calls := make([]*scriptCall, len(a.c.nodes))
-	// Under the default guard, while a node is young every node reports its
-	// start and the TTL records of the keys ("?"): the young node's grant
-	// counts by them.
-	all := a.cfg.defaultGuard() && a.c.anyYoung(a.cfg.ttl, a.cfg.clock.Now())
+	// Under the default guard, while a node is young every node reports the
+	// TTL record of the keys ("+"): the young node's grant counts by them.
+	record := ""
+	if a.cfg.defaultGuard() && a.c.anyYoung(a.cfg.ttl, a.cfg.clock.Now()) {
+		record = "+"
+	}
 	for n, node := range a.c.nodes {
 		calls[n] = base
-		switch {
-		case all:
-			calls[n] = base.withLast("?")
-		case a.cfg.detectRestarts():
-			calls[n] = base.withLast(node.lastSaved())
+		if a.cfg.detectRestarts() {
+			calls[n] = base.withLast(record + node.lastSaved())
 		}
 	}
 	return calls

@@ -111,8 +111,8 @@
 // node that live readers hold reports its record as unknown, read as
 // MaxRestartGuard. While a Client knows a node to be young — up for less
 // than MaxRestartGuard (or the acquisition's TTL, if longer) and not
-// vouched for — every node it asks reports its start and the record of the
-// keys asked, grants and refusals alike; a young node's grant waits for the
+// vouched for — every node it asks reports the record of the keys asked,
+// grants and refusals alike (and its start, if new to the Client); a young node's grant waits for the
 // round's other answers and counts once the node has been up for the
 // longest record among them (at least the asking acquisition's TTL). A
 // Client meeting the nodes for the first time asks all of them anyway, so

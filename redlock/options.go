@@ -137,9 +137,10 @@ func WithOwner(owner string) Option {
 // node starts, it costs next to nothing — and asks for run_id and uptime
 // (INFO server) only when LASTSAVE changed since this Client last saw it:
 // after a restart, or a save (LASTSAVE counts whole seconds, so a value is
-// relied on only once seen two seconds after it), or while a node is young
-// under the default guard. A grant that cannot report its node's start —
-// INFO refused to the user — is not counted (ErrStartUnknown).
+// relied on only once seen two seconds after it). While a node is young,
+// under the default guard, every reply also carries the keys' TTL record.
+// A grant that cannot report its node's start — INFO refused to the user —
+// is not counted (ErrStartUnknown).
 func WithRestartGuard(d time.Duration) Option {
 	return func(c *config) { c.guardWindow, c.guardSet = d, true }
 }

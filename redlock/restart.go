@@ -161,10 +161,16 @@ func startOf(reply []any, keys int) startInfo {
 }
 
 // startFields reads start.lua's start_info: {uptime, run_id, LASTSAVE,
-// time, vouched, role, TTL record}, or {-1, why}.
+// time, vouched, role, TTL record}, {-2, TTL record}, or {-1, why}.
 func startFields(f []any) startInfo {
 	var s startInfo
 	uptime, _ := replyInt(f, 0)
+	if uptime == -2 { // the start as the client knows it; only the record
+		if ms, ok := replyInt(f, 1); ok {
+			s.longest, s.hasLongest = recordOf(ms), true
+		}
+		return s
+	}
 	if uptime < 0 {
 		if len(f) > 1 {
 			s.unknown, _ = f[1].(string)
@@ -187,11 +193,16 @@ func startFields(f []any) startInfo {
 	s.vouched = vouched == 1
 	s.role, _ = f[5].(string)
 	if ms, ok := replyInt(f, 6); ok {
-		// -1: a hold that records no TTL (readers, an older version's lock).
-		s.longest, s.hasLongest = time.Duration(ms)*time.Millisecond, true
-		if ms < 0 {
-			s.longest = MaxRestartGuard
-		}
+		s.longest, s.hasLongest = recordOf(ms), true
 	}
 	return s
+}
+
+// recordOf reads a TTL record in ms: -1 is a hold that records none
+// (readers, an older version's lock), read as MaxRestartGuard.
+func recordOf(ms int64) time.Duration {
+	if ms < 0 {
+		return MaxRestartGuard
+	}
+	return time.Duration(ms) * time.Millisecond
 }

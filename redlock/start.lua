@@ -1,17 +1,24 @@
 -- start_info: what a reply says about when its node started, for restart
 -- detection. last is this client's LASTSAVE for the node ("" detection off;
--- "?" none to rely on yet, or the client asks every node's TTL record);
--- now is the reply of TIME, or nil to read it here; longest, when given, a
--- function returning the TTL record of the locks asked (lease_ttl). Returns nil when
--- nothing need be said (detection off, or LASTSAVE as the client last saw
--- it); else {uptime in s, run_id, LASTSAVE, time in s, vouched 1|0, role,
--- TTL record in ms}, or {-1, why} when the node cannot tell. LASTSAVE, reset
--- when a node starts (and by each save), costs next to nothing; the dearer
--- INFO server is asked only when it differs from what the client last saw.
+-- "?" none to rely on yet), prefixed with "+" when the client also asks for
+-- the TTL record of the locks (while one of its nodes is young); now is the
+-- reply of TIME, or nil to read it here; longest, when given, a function
+-- returning that record (lease_ttl). Returns nil when nothing need be said
+-- (detection off, or LASTSAVE as the client last saw it, no record asked);
+-- {-2, TTL record in ms} when only the record is; else {uptime in s,
+-- run_id, LASTSAVE, time in s, vouched 1|0, role, TTL record in ms}, or
+-- {-1, why} when the node cannot tell. LASTSAVE, reset when a node starts
+-- (and by each save), costs next to nothing; the dearer INFO server is
+-- asked only when it differs from what the client last saw.
 local function start_info(last, now, longest)
   if last == '' then return nil end
+  local record = string.sub(last, 1, 1) == '+'
+  if record then last = string.sub(last, 2) end
   local saved = redis.pcall('LASTSAVE')
-  if type(saved) == 'number' and tostring(saved) == last then return nil end
+  if type(saved) == 'number' and tostring(saved) == last then
+    if record then return {-2, longest and longest() or 0} end
+    return nil
+  end
   local info = redis.pcall('INFO', 'server')
   if type(info) ~= 'string' then
     return {-1, 'INFO server refused: ' .. tostring(type(info) == 'table' and info.err or info)}
