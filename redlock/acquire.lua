@@ -4,8 +4,9 @@
 -- takes all of them or none in this one call, so that callers with
 -- overlapping sets never hold part of one and wait for the rest.
 -- KEYS, per lock (5 each):
---   the lock: a hash with field "owner" and one field "h:<hold>" per hold,
---   valued its lease end in server ms (lease.lua),
+--   the lock: a hash with field "owner", one field "h:<hold>" per hold
+--   valued its lease end in server ms (lease.lua), and "ttl", the longest
+--   TTL it was granted with (start.lua: lease_ttl),
 --   the fencing counter,
 --   the waiters' queue: a sorted set of owners by ticket (first attempt time)
 --   — readers (racquire.lua) wait in it too, as "r:<owner>",
@@ -21,9 +22,23 @@
 -- Returns {1, token per lock...} when granted, followed by start_info's
 -- fields when the grant must say when its node started (start.lua); {0,
 -- remaining TTL in ms} when refused: the longest among the locks held by
--- others or the readers' longest (0 when they are free but a waiter is ahead).
+-- others or the readers' longest (0 when they are free but a waiter is ahead),
+-- followed as a grant by start_info's fields. Each grant records its TTL
+-- in its lock (field "ttl", raise_ttl), for clients meeting restarted nodes.
 local n = #KEYS / 5
 local hold = 'h:' .. ARGV[2]
+
+-- longest is the TTL record this node reports: the longest among the locks,
+-- -1 if any is unknown (start.lua: lease_ttl).
+local function longest()
+  local m = 0
+  for i = 1, n do
+    local v = lease_ttl(KEYS[5 * i - 4], KEYS[5 * i])
+    if v < 0 then return -1 end
+    m = math.max(m, v)
+  end
+  return m
+end
 
 local function wait_in_line(i)
   if ARGV[4] == '' then return end
@@ -72,12 +87,13 @@ if refused then
   for i = 1, n do
     if redis.call('HGET', KEYS[5 * i - 4], 'owner') ~= ARGV[1] then wait_in_line(i) end
   end
-  return {0, pttl}
+  return refusal(pttl, ARGV[7], longest)
 end
 
 local t = redis.call('TIME')
 local ends = server_ms(t) + tonumber(ARGV[3])
 local out = {1}
+local record = 0
 for i = 1, n do
   local lock, fence = KEYS[5 * i - 4], KEYS[5 * i - 3]
   if redis.call('HGET', lock, 'owner') == ARGV[1] then
@@ -86,6 +102,7 @@ for i = 1, n do
     -- twice. The lock lives as long as its longest live hold; the token is
     -- the counter, kept as long (lease.lua).
     redis.call('HSET', lock, hold, ends)
+    record = math.max(record, raise_ttl(lock, ARGV[3]))
     lease_holds(lock, server_ms(t))
     out[i + 1] = counter_held(fence, t, ARGV[6])
   else
@@ -93,7 +110,8 @@ for i = 1, n do
     -- other nodes and is undone, it must still be first here next time, or
     -- two waiters that split the nodes would swap places forever. Unlock
     -- removes it.
-    redis.call('HSET', lock, 'owner', ARGV[1], hold, ends)
+    redis.call('HSET', lock, 'owner', ARGV[1], hold, ends, 'ttl', ARGV[3])
+    record = math.max(record, tonumber(ARGV[3]))
     redis.call('PEXPIRE', lock, ARGV[3])
     -- The token is the larger of the counter + 1 and this node's clock in
     -- microseconds: it grows with the counter while the fencing state lives,
@@ -105,7 +123,7 @@ for i = 1, n do
 end
 -- A client meeting this node's process for the first time hears when it
 -- started (a replica holding a copy of our key answers here too).
-local start = start_info(ARGV[7], t)
+local start = start_info(ARGV[7], t, function() return record end)
 if start then
   for _, v in ipairs(start) do out[#out + 1] = v end
 end

@@ -27,6 +27,8 @@ type acquisition struct {
 	id   identity // one owner for every attempt, so that a late grant is ours
 
 	limit int // a semaphore's limit (Acquire); 0 for keys
+
+	gr *guardRound // one attempt's records of the TTLs in use (guard.go)
 }
 
 // newAcquisition checks ctx and keys and applies opts over the Client's
@@ -46,6 +48,7 @@ func (c *Client) newAcquisition(ctx context.Context, keys []string, opts []Optio
 func (a *acquisition) withHold() *acquisition {
 	at := *a
 	at.id.hold = rand.Text()
+	at.gr = &guardRound{}
 	return &at
 }
 
@@ -70,6 +73,7 @@ func (a *acquisition) attempt(ctx context.Context, w *waiting) (*Lock, time.Dura
 	decided := make(chan struct{})
 	var l *Lock
 	r := round[[]int64](c, cfg)
+	r.Decided = a.gr.decided(nil)
 	r.Late = func(n int, v quorum.Vote[[]int64]) {
 		<-decided
 		switch {
@@ -94,6 +98,7 @@ func (a *acquisition) attempt(ctx context.Context, w *waiting) (*Lock, time.Dura
 		reply, err := a.ask(ctx, n, calls[n])
 		return a.vote(n, len(a.kss), reply, err)
 	})
+	a.resolveGuard(&t)
 	until := clock.Validity(start, cfg.ttl, cfg.driftFactor)
 	// A lock with less validity left than the loss margin would be declared
 	// lost at once: the attempt fails instead.
@@ -147,10 +152,16 @@ func (a *acquisition) calls(ticket string) []*scriptCall {
 // Client last saw it.
 func (a *acquisition) perNode(base *scriptCall) []*scriptCall {
 	calls := make([]*scriptCall, len(a.c.nodes))
+	// Under the default guard, while a node is young every node reports the
+	// TTL record of the keys ("+"): the young node's grant counts by them.
+	record := ""
+	if a.cfg.defaultGuard() && a.c.anyYoung(a.cfg.ttl, a.cfg.clock.Now()) {
+		record = "+"
+	}
 	for n, node := range a.c.nodes {
 		calls[n] = base
 		if a.cfg.detectRestarts() {
-			calls[n] = base.withLast(node.lastSaved())
+			calls[n] = base.withLast(record + node.lastSaved())
 		}
 	}
 	return calls
@@ -161,8 +172,8 @@ func (a *acquisition) perNode(base *scriptCall) []*scriptCall {
 // (a semaphore's, the token and the permit); a refusal's, the holder's
 // remaining lease.
 func (a *acquisition) vote(n, per int, reply []any, err error) quorum.Vote[[]int64] {
-	c, cfg, keys := a.c, &a.cfg, per
-	c.nodes[n].cause.record(err)
+	keys := per
+	a.c.nodes[n].cause.record(err)
 	if err != nil {
 		return quorum.Vote[[]int64]{Outcome: quorum.Failed, Err: replicaError(err)}
 	}
@@ -179,13 +190,13 @@ func (a *acquisition) vote(n, per int, reply []any, err error) quorum.Vote[[]int
 		return quorum.Vote[[]int64]{Outcome: quorum.Failed, Err: fmt.Errorf("redlock: unexpected reply to acquire: %v", reply)}
 	}
 	if granted != 1 {
+		a.heardRefusal(n, reply)
 		return quorum.Vote[[]int64]{Outcome: quorum.Refused, Value: values}
 	}
-	if guard := cfg.restartGuard(); guard > 0 {
-		if err := c.nodes[n].admit(startOf(reply, keys), guard, cfg.clock.Now()); err != nil {
-			// Not counted; like any failure, undone if the attempt fails.
-			return quorum.Vote[[]int64]{Outcome: quorum.Failed, Value: values, Err: err}
-		}
+	if err := a.admit(n, startOf(reply, keys)); err != nil {
+		// Not counted (or, a *youngGrant, not yet); like any failure,
+		// undone if the attempt fails.
+		return quorum.Vote[[]int64]{Outcome: quorum.Failed, Value: values, Err: err}
 	}
 	return quorum.Vote[[]int64]{Outcome: quorum.Granted, Value: values}
 }

@@ -145,20 +145,20 @@
 //   - A master that crashes either keeps its keys (appendonly with
 //     appendfsync always, as the lab's redis.conf sets) or, if it comes back
 //     without them, is not counted until every lease it could have granted
-//     before has run out. Restart detection (WithRestartGuard, on by
-//     default) enforces this: a node's grants count only once its server
-//     process has been up for the guard (the TTL by default) — for a Client
-//     that knew the node before the restart and for one that meets it for the
-//     first time alike, since a process that just started cannot tell a new
-//     master from one restarted empty. The cost: a master that has just
-//     started is not counted for one guard, so a lab started at the same
-//     moment as its clients waits one TTL before the first lock — unless its
-//     masters are vouched for with TrustStart, which is for masters that are
-//     new, never for ones that restarted. Detection needs INFO and LASTSAVE
-//     in scripts: a node whose grant cannot say when it started (an ACL user
-//     without them) is not counted, with ErrStartUnknown naming why. With
-//     detection off (WithRestartGuard(0)), a master that restarts empty at
-//     once can grant a key that a majority still held elsewhere.
+//     before has run out. Restart detection (on by default) enforces this,
+//     for a Client that knew the node before the restart and for one that
+//     meets it for the first time alike, since a process that just started
+//     cannot tell a new master from one restarted empty: see Restarts below.
+//     The cost: a master that has just started is not counted for the
+//     longest TTL in use on the key (when other masters are up and answer),
+//     and masters that all started together wait MaxRestartGuard before the
+//     first lock — unless vouched for with TrustStart, which is for masters
+//     that are new, never for ones that restarted (CheckNew tells them
+//     apart). Detection needs INFO and LASTSAVE in scripts: a node whose
+//     grant cannot say when it started (an ACL user without them) is not
+//     counted, with ErrStartUnknown naming why. With detection off
+//     (WithRestartGuard(0)), a master that restarts empty at once can grant
+//     a key that a majority still held elsewhere.
 //   - The nodes are masters: the first acquisition on each asks ROLE, and a
 //     replica's votes are never counted (ErrReplica).
 //   - No key is evicted: masters run with maxmemory-policy noeviction.
@@ -173,6 +173,51 @@
 // Token() grows with each holding of a key, and a store that rejects writes
 // carrying a token smaller than the largest it has seen rejects the late
 // writer.
+//
+// # Restarts
+//
+// A node Y whose process started at S may have lost a lease L only if L's
+// last write on Y — its grant, or the renewal that last reached Y — came
+// before S. The holder counts L's validity from the start of that round,
+// so L ends before S + TTL_L: once Y has been up for TTL_L, it cannot
+// have lost L while L is still valid. Y's grant of a key may therefore
+// count once Y has been up for the longest TTL of any lease of the key that
+// may still live — whoever holds it, with whatever TTL. That is the
+// restart guard; this is how a Client learns it without being told.
+//
+// Every grant (and repair) of a writer's lock or a permit records its TTL
+// in the lock itself (its field "ttl", the longest among its holds), so the
+// record lives exactly as long as the lease; readers record none, and a
+// node that live readers hold reports its record as unknown, read as
+// MaxRestartGuard. While a Client knows a node to be young — up for less
+// than MaxRestartGuard (or the acquisition's TTL, if longer) and not
+// vouched for — every node it asks reports the record of the keys asked,
+// grants and refusals alike (and its start, if new to the Client); a young node's grant waits for the
+// round's other answers and counts once the node has been up for the
+// longest record among them (at least the asking acquisition's TTL). A
+// Client meeting the nodes for the first time asks all of them anyway, so
+// its very first round carries the records.
+//
+// Why the records suffice: let L be a lease still valid, lost by a young
+// node that grants. If L's TTL is at most MaxRestartGuard, a node of L's
+// majority that is old (up for MaxRestartGuard, or vouched for) has not
+// restarted since L's last write there, so it still holds L: it refuses,
+// and reports L's TTL (or, for readers, MaxRestartGuard). So whenever a
+// node that still holds L answers — an old node of L's majority always
+// does — the guard covers L. What remains is a lease that every node
+// still holding it fails to report: its whole majority lost it (masters
+// that all just started, or a majority restarted empty at once, a power
+// cut) or does not answer. A round in which no old node answered assumes
+// the worst: its young nodes count only after MaxRestartGuard.
+//
+// The assumptions this adds to Redlock's: no lease has a TTL longer than
+// MaxRestartGuard unless every client of the masters sets WithRestartGuard
+// to at least it; and a round in which an old node answers also hears from
+// a node that holds each valid lease of the key — which fails only when
+// every node that holds a still-valid lease lost it in an empty restart or
+// is cut off from the asking client, while old nodes that never held it
+// answer. WithRestartGuard(d) sets the guard instead, the same for every
+// node and key (0: detection off).
 //
 // # Waiting, in order
 //
@@ -281,7 +326,8 @@
 // after which it is not counted for one restart guard (at least a TTL), or
 // its counter expired a retention after the last holding — the later token
 // comes from a node's clock, read at least a TTL after the earlier token was
-// issued. It is larger as long as the masters' clocks differ from each other
+// issued (the restart guard is at least the TTL of the asking acquisition,
+// and covers the earlier holding's TTL as Restarts says). It is larger as long as the masters' clocks differ from each other
 // by less than that, and none steps back by as much: the assumption tokens
 // add to the lock's. With restart detection off and
 // immediate empty restarts, neither the lock nor the order of tokens is
@@ -370,10 +416,11 @@
 // Every error the package returns is one line, starts with "redlock:" and
 // works with errors.Is and errors.As: ErrNotObtained (with a *QuorumError
 // listing each node's vote, whose errors may match ErrNodeRestarted,
-// ErrStartUnknown or ErrReplica), ErrLockLost, ErrNotHeld, ErrClosed, and
-// ErrInvalid for input refused before anything is sent — a nil ctx at any
-// call, more than MaxKeys keys, a duration option above MaxDuration (so
-// that no lease or deadline derived from it can overflow). An acquisition
+// ErrStartUnknown or ErrReplica), ErrLockLost, ErrNotHeld, ErrClosed,
+// ErrInUse from CheckNew, and ErrInvalid for input refused before anything
+// is sent — a nil ctx at any call, more than MaxKeys keys, a duration
+// option above MaxDuration (so that no lease or deadline derived from it
+// can overflow). An acquisition
 // that stopped because its context ended says so after the last attempt's
 // error, on the same line, and matches ctx.Err() as well.
 //

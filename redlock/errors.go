@@ -33,9 +33,10 @@ var (
 
 	// ErrNodeRestarted is the error of a node's vote, within a *QuorumError,
 	// when the node granted but its server process started less than the
-	// restart guard ago (WithRestartGuard) — restarted, or new to this
-	// Client: it may have lost a lock that a holder still holds, so its grant
-	// is not counted.
+	// restart guard ago (WithRestartGuard; by default the longest TTL in use
+	// on the key, see MaxRestartGuard) — restarted, or new to this Client:
+	// it may have lost a lock that a holder still holds, so its grant is not
+	// counted. The error says how much longer the node must be up.
 	ErrNodeRestarted = errors.New("redlock: node started within the restart guard; grant not counted")
 
 	// ErrStartUnknown is the error of a node's vote, within a *QuorumError,

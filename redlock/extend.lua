@@ -21,7 +21,8 @@
 -- limit, which is left as it is.
 -- Returns one result per lock — 1 extended, 2 set here by repair, 0 not ours
 -- — followed, when a lock was repaired and the client must hear when this
--- node started, by start_info's fields (start.lua).
+-- node started, by start_info's fields (start.lua). A repaired writer or
+-- permit records its TTL in its lock, as a grant does (raise_ttl).
 local repair = ARGV[1] == '1'
 local now = now_ms() -- a writer's lease end is now + its TTL
 local out = {}
@@ -45,7 +46,7 @@ local function extend_writer(lock, fence, readers, owner, hold, ttl, token)
     counter_renew(fence, tonumber(token), ARGV[2])
     return 1
   elseif repair and not held and not (readers and read(readers)) then
-    redis.call('HSET', lock, 'owner', owner, field, ends)
+    redis.call('HSET', lock, 'owner', owner, field, ends, 'ttl', ttl)
     redis.call('PEXPIRE', lock, ttl)
     counter_keep(fence, tonumber(token), ARGV[2])
     return 2

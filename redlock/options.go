@@ -113,24 +113,34 @@ func WithOwner(owner string) Option {
 }
 
 // WithRestartGuard sets how long after a node's server process starts its
-// grants are not counted. A master that crashes and restarts at once without
-// its data (no appendfsync always) may grant a key that a holder still holds
-// on other nodes; not counting it until every lease it could have granted
-// before has run out keeps such restarts safe. A Client that meets a node for
-// the first time applies the same rule — it cannot tell a new master from one
-// that restarted empty — so a master that just started is not counted for d
-// unless TrustStart vouched for it. d must cover the longest TTL any client of
-// these masters uses; 0 turns detection off (for masters with appendfsync
-// always, where a restart keeps the keys). By default the guard is the
-// acquisition's own TTL.
+// grants are not counted, overriding the default. A master that crashes and
+// restarts at once without its data (no appendfsync always) may grant a key
+// that a holder still holds on other nodes; not counting it until every
+// lease it could have granted before has run out keeps such restarts safe.
+// A Client that meets a node for the first time applies the same rule — it
+// cannot tell a new master from one that restarted empty — so a master that
+// just started is not counted for d unless TrustStart vouched for it. d
+// must cover the longest TTL any client of these masters uses; 0 turns
+// detection off (for masters with appendfsync always, where a restart keeps
+// the keys).
+//
+// By default (no WithRestartGuard) the guard does not depend on who asks:
+// a young node counts once it has been up for the longest TTL in use on the
+// key, as the other nodes record it (at least the acquisition's own TTL);
+// a node up for MaxRestartGuard counts at once; and when no such node (nor
+// a vouched one) answers — masters that all just started — young nodes
+// count after MaxRestartGuard. Leases with TTLs longer than
+// MaxRestartGuard need WithRestartGuard at least that long on every client.
+// See the package doc, "Restarts".
 //
 // Detection reads the node's LASTSAVE with every fresh grant — reset when a
 // node starts, it costs next to nothing — and asks for run_id and uptime
 // (INFO server) only when LASTSAVE changed since this Client last saw it:
 // after a restart, or a save (LASTSAVE counts whole seconds, so a value is
-// relied on only once seen two seconds after it). A grant that cannot report
-// its node's start — INFO refused to the user — is not counted
-// (ErrStartUnknown).
+// relied on only once seen two seconds after it). While a node is young,
+// under the default guard, every reply also carries the keys' TTL record.
+// A grant that cannot report its node's start — INFO refused to the user —
+// is not counted (ErrStartUnknown).
 func WithRestartGuard(d time.Duration) Option {
 	return func(c *config) { c.guardWindow, c.guardSet = d, true }
 }
@@ -290,7 +300,7 @@ func (c *config) renewTimeout() time.Duration {
 func (c *config) queueLease() time.Duration { return 5*c.retryMax + c.nodeTimeout + time.Millisecond }
 
 // restartGuard is the restart detection window: WithRestartGuard's, else the
-// TTL. Zero means off.
+// TTL — the least the default guard may be (guard.go). Zero means off.
 func (c *config) restartGuard() time.Duration {
 	if c.guardSet {
 		return c.guardWindow
@@ -300,3 +310,7 @@ func (c *config) restartGuard() time.Duration {
 
 // detectRestarts reports whether acquisitions check for restarted nodes.
 func (c *config) detectRestarts() bool { return c.restartGuard() > 0 }
+
+// defaultGuard reports whether acquisitions learn the guard from the nodes
+// (guard.go): no WithRestartGuard.
+func (c *config) defaultGuard() bool { return !c.guardSet }

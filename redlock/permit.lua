@@ -1,8 +1,8 @@
 -- Permit: grant one free permit of a semaphore of L permits, each a lock
 -- like acquire.lua's, if no live waiter needs it first; or the permit this
 -- owner already holds here (a re-sent attempt, or a nested hold).
--- KEYS: the L permits' locks (hashes: "owner" and one "h:<hold>" per hold,
--- valued its lease end: lease.lua),
+-- KEYS: the L permits' locks (hashes: "owner", one "h:<hold>" per hold,
+-- valued its lease end: lease.lua, and "ttl" as acquire.lua's),
 -- then their L fencing counters, then the semaphore's waiters' queue (a
 -- sorted set of owners by ticket), its leases (owners by lease end, server
 -- ms), and its limit record (the limit its holders were granted with).
@@ -14,9 +14,10 @@
 -- the same), ARGV[9] the permits' common name prefix (permit j is that
 -- followed by j), for reading the permits of another recorded limit,
 -- ARGV[10] restart detection, as acquire.lua's ARGV[7].
--- Returns {1, token, permit, start_info...} when granted; {0, the shortest
--- remaining lease of the permits held by others} when refused (0 when a
--- permit is free but live waiters ahead of us need every free one); {-1,
+-- Returns {1, token, permit, start_info...} when granted (its TTL recorded
+-- in the permit, raise_ttl); {0, the shortest remaining lease of the
+-- permits held by others, start_info...} when refused (0 when a permit is
+-- free but live waiters ahead of us need every free one); {-1,
 -- recorded limit} when holders of another limit hold a permit here — nothing
 -- is written then.
 local L = tonumber(ARGV[7])
@@ -46,7 +47,7 @@ end
 local t = redis.call('TIME')
 local function granted(j, token)
   local out = {1, token, j - 1}
-  local start = start_info(ARGV[10], t)
+  local start = start_info(ARGV[10], t, function() return lease_ttl(KEYS[j]) end)
   if start then
     for _, v in ipairs(start) do out[#out + 1] = v end
   end
@@ -59,6 +60,7 @@ if mine then
   -- permit lives as long as its owner's longest live hold; the token is
   -- the counter, kept as long (lease.lua).
   redis.call('HSET', KEYS[mine], 'h:' .. ARGV[2], ends)
+  raise_ttl(KEYS[mine], ARGV[3])
   lease_holds(KEYS[mine], server_ms(t))
   return granted(mine, counter_held(KEYS[L + mine], t, ARGV[6]))
 end
@@ -81,7 +83,15 @@ if ahead >= L - held then
     redis.call('PEXPIRE', leases, ARGV[5])
   end
   if held < L then shortest = 0 end
-  return {0, shortest}
+  return refusal(shortest, ARGV[10], function()
+    local m = 0
+    for j = 1, L do
+      local v = lease_ttl(KEYS[j])
+      if v < 0 then return -1 end
+      m = math.max(m, v)
+    end
+    return m
+  end)
 end
 
 -- A free permit, from the one to try first. The waiter leaves the queue: a
@@ -94,7 +104,7 @@ for k = 0, L - 1 do
       redis.call('ZREM', queue, ARGV[1])
       redis.call('ZREM', leases, ARGV[1])
     end
-    redis.call('HSET', KEYS[j], 'owner', ARGV[1], 'h:' .. ARGV[2], ends)
+    redis.call('HSET', KEYS[j], 'owner', ARGV[1], 'h:' .. ARGV[2], ends, 'ttl', ARGV[3])
     redis.call('PEXPIRE', KEYS[j], ARGV[3])
     local fence = KEYS[L + j]
     local token = math.max(tonumber(redis.call('GET', fence) or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))

@@ -18,7 +18,9 @@
 -- writer, or where the counter expired the node's clock in µs, which is
 -- larger (lease.lua) — followed by start_info's fields
 -- as acquire.lua; {0, the writer's remaining TTL in ms} when refused (0
--- when a writer waits ahead).
+-- when a writer waits ahead), followed as acquire.lua's by start_info's.
+-- Readers record no TTL (start.lua: lease_ttl); a node reports the
+-- writer's, which is what a reader waits for.
 local lock, fence, queue, leases, readers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local waiter = 'r:' .. ARGV[1]
 local reader = ARGV[1] .. ' ' .. ARGV[2]
@@ -70,12 +72,12 @@ end
 
 if redis.call('EXISTS', lock) == 1 then
   wait_in_line()
-  return {0, redis.call('PTTL', lock)}
+  return refusal(redis.call('PTTL', lock), ARGV[7], function() return lease_ttl(lock) end)
 end
 -- A re-sent attempt (its reply was lost) is granted again: it is ours.
 local mine = redis.call('ZSCORE', readers, reader)
 if not (mine and tonumber(mine) > now_ms()) and writer_ahead() and not owner_reads() then
-  return {0, 0}
+  return refusal(0, ARGV[7], function() return lease_ttl(lock) end)
 end
 
 local t = redis.call('TIME')
@@ -85,7 +87,7 @@ if redis.call('PTTL', readers) < tonumber(ARGV[3]) then
   redis.call('PEXPIRE', readers, ARGV[3])
 end
 local out = {1, counter_held(fence, t, ARGV[6])}
-local start = start_info(ARGV[7], t)
+local start = start_info(ARGV[7], t, function() return lease_ttl(lock) end)
 if start then
   for _, v in ipairs(start) do out[#out + 1] = v end
 end

@@ -27,6 +27,8 @@ type startInfo struct {
 	vouched      bool          // TrustStart vouched for this run_id
 	role         string        // "master", "slave", or "" if unknown
 	unknown      string        // why the node could not report its start
+	longest      time.Duration // the TTL record of the locks asked (lease_ttl)
+	hasLongest   bool
 }
 
 // savedTrust is how old a LASTSAVE must be seen before it is relied on: it
@@ -54,18 +56,24 @@ const trustTTL = 24 * time.Hour
 // (TrustKey, expiring after a day): a later restart has another run_id, and
 // the vouch does not carry over to it. Call it when bringing up new masters
 // (a test lab, a new deployment), never after a restart that may have lost
-// leases: that is exactly what the guard is for.
+// leases: that is exactly what the guard is for. CheckNew tells the two
+// apart from the masters' own state (their locks and starts); call it
+// first, as the command "quorumlock trust" does.
 //
-// It needs INFO and SET on node; it does not close node. The command
-// "quorumlock trust" calls it for each node given.
+// A replica is refused with ErrReplica (its votes never count), whether or
+// not it accepts writes. It needs INFO and SET on node; it does not close
+// node.
 func TrustStart(ctx context.Context, node redis.UniversalClient) error {
-	info, err := node.Info(ctx, "server").Result()
+	info, err := node.Info(ctx, "server", "replication").Result()
 	if err != nil {
-		return fmt.Errorf("redlock: TrustStart: INFO server: %w", err)
+		return fmt.Errorf("redlock: TrustStart: INFO: %w", err)
 	}
 	runID := infoField(info, "run_id")
 	if runID == "" {
 		return fmt.Errorf("redlock: TrustStart: INFO server has no run_id")
+	}
+	if role := infoField(info, "role"); role != "" && role != "master" {
+		return fmt.Errorf("%w: TrustStart: INFO replication says role:%s; vouch for masters only", ErrReplica, role)
 	}
 	if err := node.Set(ctx, TrustKey, runID, trustTTL).Err(); err != nil {
 		return fmt.Errorf("redlock: TrustStart: SET %s: %w", TrustKey, err)
@@ -92,15 +100,6 @@ func (n *node) lastSaved() string {
 		return "?"
 	}
 	return n.saved
-}
-
-// admit decides whether a grant of this node counts under guard: see learn
-// and counted.
-func (n *node) admit(s startInfo, guard time.Duration, now time.Time) error {
-	if err := n.learn(s, now); err != nil {
-		return err
-	}
-	return n.counted(guard, now)
 }
 
 // learn records what a reply said of its node's start. A run_id this Client
@@ -162,10 +161,16 @@ func startOf(reply []any, keys int) startInfo {
 }
 
 // startFields reads start.lua's start_info: {uptime, run_id, LASTSAVE,
-// time, vouched, role}, or {-1, why}.
+// time, vouched, role, TTL record}, {-2, TTL record}, or {-1, why}.
 func startFields(f []any) startInfo {
 	var s startInfo
 	uptime, _ := replyInt(f, 0)
+	if uptime == -2 { // the start as the client knows it; only the record
+		if ms, ok := replyInt(f, 1); ok {
+			s.longest, s.hasLongest = recordOf(ms), true
+		}
+		return s
+	}
 	if uptime < 0 {
 		if len(f) > 1 {
 			s.unknown, _ = f[1].(string)
@@ -187,5 +192,17 @@ func startFields(f []any) startInfo {
 	vouched, _ := replyInt(f, 4)
 	s.vouched = vouched == 1
 	s.role, _ = f[5].(string)
+	if ms, ok := replyInt(f, 6); ok {
+		s.longest, s.hasLongest = recordOf(ms), true
+	}
 	return s
+}
+
+// recordOf reads a TTL record in ms: -1 is a hold that records none
+// (readers, an older version's lock), read as MaxRestartGuard.
+func recordOf(ms int64) time.Duration {
+	if ms < 0 {
+		return MaxRestartGuard
+	}
+	return time.Duration(ms) * time.Millisecond
 }

@@ -131,7 +131,7 @@ func (pa *permitAcquisition) attempt(ctx context.Context, w *waiting) (*Lock, ti
 	decided := make(chan struct{})
 	var l *Lock
 	r := round[[]int64](c, cfg)
-	r.Decided = permitDecided
+	r.Decided = a.gr.decided(permitDecided)
 	r.Late = func(n int, v quorum.Vote[[]int64]) {
 		<-decided
 		switch {
@@ -156,6 +156,7 @@ func (pa *permitAcquisition) attempt(ctx context.Context, w *waiting) (*Lock, ti
 		}
 		return a.vote(n, 2, reply, err)
 	})
+	a.resolveGuard(&t)
 	until := clock.Validity(start, cfg.ttl, cfg.driftFactor)
 	usable := until.Add(-cfg.lossMargin())
 	nodeFailures(ctx, a, "acquire", &t)

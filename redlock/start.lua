@@ -1,15 +1,24 @@
--- start_info: what a grant says about when its node started, for restart
+-- start_info: what a reply says about when its node started, for restart
 -- detection. last is this client's LASTSAVE for the node ("" detection off;
--- "?" none to rely on yet); now is the reply of TIME. Returns nil when
--- nothing need be said (detection off, or LASTSAVE as the client last saw
--- it); else {uptime in s, run_id, LASTSAVE, time in s, vouched 1|0, role}, or
+-- "?" none to rely on yet), prefixed with "+" when the client also asks for
+-- the TTL record of the locks (while one of its nodes is young); now is the
+-- reply of TIME, or nil to read it here; longest, when given, a function
+-- returning that record (lease_ttl). Returns nil when nothing need be said
+-- (detection off, or LASTSAVE as the client last saw it, no record asked);
+-- {-2, TTL record in ms} when only the record is; else {uptime in s,
+-- run_id, LASTSAVE, time in s, vouched 1|0, role, TTL record in ms}, or
 -- {-1, why} when the node cannot tell. LASTSAVE, reset when a node starts
--- (and by each save), costs next to nothing; the dearer INFO server is asked
--- only when it differs from what the client last saw.
-local function start_info(last, now)
+-- (and by each save), costs next to nothing; the dearer INFO server is
+-- asked only when it differs from what the client last saw.
+local function start_info(last, now, longest)
   if last == '' then return nil end
+  local record = string.sub(last, 1, 1) == '+'
+  if record then last = string.sub(last, 2) end
   local saved = redis.pcall('LASTSAVE')
-  if type(saved) == 'number' and tostring(saved) == last then return nil end
+  if type(saved) == 'number' and tostring(saved) == last then
+    if record then return {-2, longest and longest() or 0} end
+    return nil
+  end
   local info = redis.pcall('INFO', 'server')
   if type(info) ~= 'string' then
     return {-1, 'INFO server refused: ' .. tostring(type(info) == 'table' and info.err or info)}
@@ -19,6 +28,7 @@ local function start_info(last, now)
     return {-1, 'INFO server has no uptime_in_seconds or run_id'}
   end
   if type(saved) ~= 'number' then saved = '' end
+  now = now or redis.call('TIME')
   -- An operator may vouch that this process started with no lease to forget
   -- (TrustStart): its run_id under a fixed key.
   local vouched = redis.pcall('GET', 'quorumlock:trusted-start') == run_id and 1 or 0
@@ -26,6 +36,43 @@ local function start_info(last, now)
   -- INFO is being asked anyway ("" if the section cannot be read).
   local repl = redis.pcall('INFO', 'replication')
   local role = type(repl) == 'string' and string.match(repl, 'role:(%a+)') or ''
-  return {tonumber(uptime), run_id, tostring(saved), tostring(now[1]), vouched, role}
+  return {tonumber(uptime), run_id, tostring(saved), tostring(now[1]), vouched, role, longest and longest() or 0}
 end
 
+-- A lock records in its field "ttl" the longest TTL (ms) among the holds
+-- it was granted or repaired with, for clients meeting restarted nodes: a
+-- lease a node lost cannot outlive the node's start by more than its TTL
+-- (doc.go, "Restarts"). The field lives and dies with the lock. raise_ttl
+-- raises it to ttl for a hold added to a lock already held, and returns it.
+local function raise_ttl(lock, ttl)
+  local had = tonumber(redis.call('HGET', lock, 'ttl') or '0')
+  if had >= tonumber(ttl) then return had end
+  redis.call('HSET', lock, 'ttl', ttl)
+  return tonumber(ttl)
+end
+
+-- lease_ttl is the longest TTL recorded by what holds lock here: its "ttl"
+-- field; -1 (unknown, read as MaxRestartGuard) when live readers hold it —
+-- readers record none; pass readers only where they count — or when the
+-- lock was written by a version that recorded none; 0 when nothing holds it.
+local function lease_ttl(lock, readers)
+  if readers then
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    if redis.call('ZCOUNT', readers, '(' .. now, '+inf') > 0 then return -1 end
+  end
+  local ttl = redis.call('HGET', lock, 'ttl')
+  if ttl then return tonumber(ttl) end
+  return redis.call('EXISTS', lock) == 1 and -1 or 0
+end
+
+-- refusal is a refusal's reply {0, hint}, followed — when the client must
+-- hear when this node started (start_info) — by start_info's fields, with
+-- longest() as the TTL record.
+local function refusal(hint, last, longest)
+  local start = start_info(last, nil, longest)
+  if not start then return {0, hint} end
+  local out = {0, hint}
+  for _, v in ipairs(start) do out[#out + 1] = v end
+  return out
+end

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
 // Masters that all answer with an error are no lock held elsewhere: run
@@ -52,14 +53,20 @@ func do(t *testing.T, c redis.UniversalClient, args ...any) {
 	}
 }
 
-// Brand-new masters, not vouched for: run says to trust them or wait, with
-// an exit status of its own.
+// Brand-new masters, not vouched for: run says to trust them or wait (for
+// MaxRestartGuard: none of them can report the TTLs in use), with an exit
+// status of its own.
 func TestRunRestartGuardSaysWhatToDo(t *testing.T) {
 	lab := redislab.Start(t, 3) // not vouched for
 	nodes := strings.Join(lab.Addrs(), ",")
 	code, _, stderr := runBinary(t, "", runArgs(nodes, "new", "--", "true")...)
 	if code != exitRestartGuard || !strings.Contains(stderr, "quorumlock trust") || !strings.Contains(stderr, "wait") {
 		t.Errorf("status %d, stderr %q; want %d, naming quorumlock trust and a wait", code, stderr, exitRestartGuard)
+	}
+	// No master is old enough to report the TTLs in use: the library waits
+	// MaxRestartGuard, and so does the advice.
+	if want := "restart guard (" + redlock.MaxRestartGuard.String() + ")"; !strings.Contains(stderr, want) {
+		t.Errorf("stderr %q; want it to name %q", stderr, want)
 	}
 	if code, _, stderr := runBinary(t, "", runArgs(nodes, "new", "--restart-guard", "0", "--", "true")...); code != 0 {
 		t.Errorf("--restart-guard 0: status %d, want 0; stderr:\n%s", code, stderr)

@@ -91,11 +91,12 @@ func (c *cli) notObtained(ns *nodeSet, f *runFlags, err error, deadline time.Tim
 // to do: vouch for a new deployment, or wait until a majority has been up
 // for the guard (read from the nodes' uptime).
 func (c *cli) guardAdvice(ns *nodeSet, f *runFlags, guarded int, deadline time.Time) string {
-	guard := f.restartGuard()
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
+	starts := ns.starts(ctx)
+	guard := f.restartGuard(starts)
 	var left []time.Duration
-	for _, s := range ns.starts(ctx) {
+	for _, s := range starts {
 		if s.err == nil {
 			left = append(left, s.guardLeft(guard))
 		}
@@ -111,12 +112,21 @@ func (c *cli) guardAdvice(ns *nodeSet, f *runFlags, guarded int, deadline time.T
 		guarded, len(ns.clients), guard, wait)
 }
 
-// restartGuard is the guard run's Client uses: --restart-guard, else the TTL.
-func (f *runFlags) restartGuard() time.Duration {
+// restartGuard is the guard run's Client uses, as far as the masters'
+// starts show it: --restart-guard; else the library's default — the TTL
+// (at least: a longer TTL in use on the key raises it) while some master
+// has been up for redlock.MaxRestartGuard or is vouched for, and
+// MaxRestartGuard (or the TTL, if longer) while none is.
+func (f *runFlags) restartGuard(starts []nodeStart) time.Duration {
 	if f.guardSet {
 		return f.guard
 	}
-	return f.ttl
+	for _, s := range starts {
+		if s.err == nil && (s.vouched || s.uptime >= max(redlock.MaxRestartGuard, f.ttl)) {
+			return f.ttl
+		}
+	}
+	return max(redlock.MaxRestartGuard, f.ttl)
 }
 
 // oneLine joins the lines of err's message (a context error joined with a

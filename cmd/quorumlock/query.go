@@ -103,6 +103,7 @@ type holderQuery struct {
 	owner *redis.StringCmd
 	pttl  *redis.Cmd
 	hlen  *redis.IntCmd
+	ttl   *redis.BoolCmd // the lock records its TTL (a field, not a hold)
 	fence *redis.StringCmd
 }
 
@@ -111,6 +112,7 @@ func queueHolder(ctx context.Context, pipe redis.Pipeliner, lockKey, fenceKey st
 		owner: pipe.HGet(ctx, lockKey, "owner"),
 		pttl:  pipe.Do(ctx, "PTTL", lockKey),
 		hlen:  pipe.HLen(ctx, lockKey),
+		ttl:   pipe.HExists(ctx, lockKey, "ttl"),
 		fence: pipe.Get(ctx, fenceKey),
 	}
 }
@@ -121,7 +123,10 @@ func (q holderQuery) status() holderStatus {
 	hs.Fence, _ = q.fence.Int64() // absent: 0
 	if hs.Owner != "" {
 		hs.TTLMillis, _ = q.pttl.Int64()
-		hs.Holds = q.hlen.Val() - 1 // every field but "owner"
+		hs.Holds = q.hlen.Val() - 1 // every field but "owner" (and "ttl")
+		if q.ttl.Val() {
+			hs.Holds--
+		}
 	}
 	return hs
 }

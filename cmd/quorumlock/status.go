@@ -72,7 +72,7 @@ func (c *cli) status(args []string) int {
 	f.target.register(fs, c.getenv, "the lock's `name` (required)")
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of a table")
 	fs.DurationVar(&f.timeout, "timeout", defaultStatusTimeout, "timeout of the query to each node")
-	fs.DurationVar(&f.guard, "restart-guard", redlock.DefaultTTL, "show each master's age against this restart `guard` (run's --restart-guard, by default its --ttl)")
+	fs.DurationVar(&f.guard, "restart-guard", redlock.DefaultTTL, "show each master's age against this restart `guard` (run's --restart-guard; by default at least its --ttl, and redlock.MaxRestartGuard while no master has been up that long)")
 	fs.IntVar(&f.limit, "limit", 0, fmt.Sprintf("also show the `N` permits of --key's semaphore (1 to %d), as run --limit N holds them", redlock.MaxLimit))
 	if code, ok := c.parse(fs, statusUsage, args); !ok {
 		return code
@@ -126,7 +126,7 @@ func (f *statusFlags) check(fs *flag.FlagSet) ([]string, error) {
 	return addrs, positive("timeout", f.timeout)
 }
 
-const statusUsage = `Usage: quorumlock status --nodes host:port,... --key K [--limit N] [--json]
+var statusUsage = `Usage: quorumlock status --nodes host:port,... --key K [--limit N] [--json]
 
 Show what each node holds for lock K: the writer's owner value, its remaining
 TTL, its number of holds and the fencing counter (the last token the node
@@ -138,7 +138,9 @@ answered, whether K is held and how many read it is "unknown" (in --json,
 held and readers are then the string "unknown").
 
 It also shows each master's uptime (UP) against the restart guard
-(--restart-guard; run's default is its --ttl) and whether 'quorumlock
+(--restart-guard; run's default is at least its --ttl — the longest TTL in
+use on the key — and ` + redlock.MaxRestartGuard.String() + ` while no master has been up that
+long or is vouched for) and whether 'quorumlock
 trust' vouched for it (GUARD: counts, vouched, or how long until it counts),
 and when a majority of masters will count for a new lock.
 

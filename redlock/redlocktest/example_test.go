@@ -69,7 +69,7 @@ func Example() {
 }
 
 // A master restarted empty sits out the restart guard (by default the
-// lock's TTL), as a real one does: with a majority restarted, a lock its
+// longest TTL in use on the key), as a real one does: with a majority restarted, a lock its
 // holder still holds on the others is not granted to anyone else.
 func ExampleCluster_Restart() {
 	masters, err := redlocktest.New(5)

@@ -1,0 +1,201 @@
+package redlock
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/seed818c56a1/quorumlock/quorum"
+)
+
+// The default restart guard (no WithRestartGuard): a node that restarted
+// empty may have lost a lease of any client, whatever TTL the client asking
+// uses. The guard is therefore the longest TTL in use on the key, learnt
+// from the other nodes, bounded by MaxRestartGuard; see doc.go, "Restarts".
+
+// MaxRestartGuard bounds the default restart guard: a node that started at
+// least this long ago counts for every acquisition without WithRestartGuard
+// (unless the acquisition's own TTL is longer), and a node that started less
+// long ago counts only once it has been up for the longest TTL in use on the
+// key, as the healthy nodes record it — or, when no node up this long (or
+// vouched for) answers, for MaxRestartGuard itself. Leases with a TTL longer
+// than this are covered only by WithRestartGuard on every client.
+const MaxRestartGuard = time.Minute
+
+// oldAge is how long a node must have been up to count at once under the
+// default guard, for an acquisition with ttl: MaxRestartGuard, or ttl if
+// longer.
+func oldAge(ttl time.Duration) time.Duration { return max(MaxRestartGuard, ttl) }
+
+// A guardRound is what one acquisition round learns, under the default
+// guard, about the TTLs in use on its keys: the longest record reported,
+// and whether a node old enough to have kept every live lease of the key
+// (up for oldAge, or vouched for) reported one.
+type guardRound struct {
+	mu       sync.Mutex
+	longest  time.Duration
+	fromOld  bool
+	deferred int // grants of young nodes awaiting the round's records
+}
+
+// heard records a node's TTL record; old says the node is up for oldAge.
+// A nil guardRound (an acquisition outside any attempt) records nothing.
+func (g *guardRound) heard(record time.Duration, old bool) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.longest = max(g.longest, record)
+	g.fromOld = g.fromOld || old
+}
+
+func (g *guardRound) deferGrant() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.deferred++
+}
+
+// decided wraps a round's decision: while a young node's grant awaits the
+// records of the others, the round waits for every answer (or the node
+// timeout) before it decides.
+func (g *guardRound) decided(inner func(*quorum.Tally[[]int64]) bool) func(*quorum.Tally[[]int64]) bool {
+	return func(t *quorum.Tally[[]int64]) bool {
+		g.mu.Lock()
+		waiting := g.deferred > 0
+		g.mu.Unlock()
+		if waiting && t.Count(quorum.Pending) > 0 {
+			return false
+		}
+		if inner == nil {
+			return t.Settled()
+		}
+		return inner(t)
+	}
+}
+
+// guard is the round's restart guard for an acquisition with ttl: the
+// longest TTL recorded by the nodes that answered, at least ttl, at most
+// oldAge — and oldAge itself when no old node answered, since then every
+// node that kept a live lease may have restarted.
+func (g *guardRound) guard(ttl time.Duration) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.fromOld {
+		return oldAge(ttl)
+	}
+	return max(ttl, min(g.longest, oldAge(ttl)))
+}
+
+// A youngGrant is the vote error of a grant from a node up for less than
+// oldAge but at least the acquisition's TTL: whether it counts depends on
+// the records of the round's other nodes (resolve).
+type youngGrant struct{ n *node }
+
+func (y *youngGrant) Error() string {
+	return "redlock: young node's grant, pending the round's TTL records"
+}
+
+// resolve counts or refuses each young node's grant of t once the round's
+// records are in.
+func (g *guardRound) resolve(t *quorum.Tally[[]int64], ttl time.Duration, now time.Time) {
+	guard := g.guard(ttl)
+	for i, v := range t.Votes {
+		var y *youngGrant
+		if v.Outcome != quorum.Failed || !errors.As(v.Err, &y) {
+			continue
+		}
+		if err := y.n.counted(guard, now); err != nil {
+			t.Votes[i].Err = fmt.Errorf("%w; the longest TTL in use on the key may be %v (MaxRestartGuard %v)", err, guard, MaxRestartGuard)
+			continue
+		}
+		t.Votes[i] = quorum.Vote[[]int64]{Outcome: quorum.Granted, Value: v.Value}
+	}
+}
+
+// admitDefault decides, under the default guard, whether a grant of node n
+// (whose start is learnt) counts for an acquisition with ttl: at once if n
+// is old, never in this round if n has been up for less than ttl, and
+// otherwise once the round's records are in (a *youngGrant).
+func (g *guardRound) admitDefault(n *node, ttl time.Duration, now time.Time) error {
+	if err := n.counted(ttl, now); err != nil {
+		return err
+	}
+	if err := n.counted(oldAge(ttl), now); err == nil || g == nil {
+		return err
+	}
+	g.deferGrant()
+	return &youngGrant{n}
+}
+
+// known reports whether a grant has told the node's start.
+func (n *node) known() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.runID != ""
+}
+
+// old reports whether the node's process, as last learnt, has been up for
+// oldAge(ttl) or was vouched for.
+func (n *node) old(ttl time.Duration, now time.Time) bool {
+	return n.counted(oldAge(ttl), now) == nil
+}
+
+// anyYoung reports whether c knows a node to be young: then, under the
+// default guard, every node is asked for its start and the keys' TTL
+// records, so that the young node's grants count by them. A node not met
+// yet is asked anyway (lastSaved); one that never answers (down) costs the
+// others nothing.
+func (c *Client) anyYoung(ttl time.Duration, now time.Time) bool {
+	for _, n := range c.nodes {
+		if n.known() && !n.old(ttl, now) {
+			return true
+		}
+	}
+	return false
+}
+
+// admit decides whether node n's grant, reporting s, counts: under an
+// explicit guard once the node has been up for it, under the default one
+// as admitDefault says. It records what s says of the node's start and the
+// key's TTLs.
+func (a *acquisition) admit(n int, s startInfo) error {
+	cfg := &a.cfg
+	guard := cfg.restartGuard()
+	if guard == 0 {
+		return nil
+	}
+	nd, now := a.c.nodes[n], cfg.clock.Now()
+	if err := nd.learn(s, now); err != nil {
+		return err
+	}
+	if !cfg.defaultGuard() {
+		return nd.counted(guard, now)
+	}
+	if s.hasLongest {
+		a.gr.heard(s.longest, nd.old(cfg.ttl, now))
+	}
+	return a.gr.admitDefault(nd, cfg.ttl, now)
+}
+
+// heardRefusal records what node n's refusal says of its start and the
+// key's TTLs, under the default guard: {0, hint, start_info...}.
+func (a *acquisition) heardRefusal(n int, reply []any) {
+	cfg := &a.cfg
+	if !cfg.defaultGuard() || len(reply) < 3 {
+		return
+	}
+	s := startFields(reply[2:])
+	nd, now := a.c.nodes[n], cfg.clock.Now()
+	if nd.learn(s, now) == nil && s.hasLongest {
+		a.gr.heard(s.longest, nd.old(cfg.ttl, now))
+	}
+}
+
+// resolveGuard settles the young nodes' grants of an attempt's tally t.
+func (a *acquisition) resolveGuard(t *quorum.Tally[[]int64]) {
+	if a.cfg.defaultGuard() {
+		a.gr.resolve(t, a.cfg.ttl, a.cfg.clock.Now())
+	}
+}

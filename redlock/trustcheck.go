@@ -1,0 +1,188 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrInUse is matched by CheckNew's errors for a node that TrustStart must
+// not vouch for because the masters given with it are in use.
+var ErrInUse = errors.New("redlock: masters in use; a vouch could re-admit a master that lost leases")
+
+// NewSpread is how far apart the starts of a new deployment's masters may
+// be: a master that has been up longer than another by more than this was
+// there before it, so the younger one may have restarted while in use.
+const NewSpread = 10 * time.Second
+
+// An InUseError says why vouching for one node is unsafe: another node
+// given with it (Other, an index into CheckNew's nodes; the node itself
+// when it holds locks) shows the deployment in use.
+type InUseError struct {
+	Other int
+	Why   string // e.g. "holds 2 live locks under \"quorumlock:\" (quorumlock:{k})"
+}
+
+func (e *InUseError) Error() string   { return fmt.Sprintf("redlock: node %d %s", e.Other, e.Why) }
+func (e *InUseError) Unwrap() error   { return ErrInUse }
+func (e *InUseError) Is(t error) bool { return t == ErrInUse }
+
+// holdsRecheck is how long CheckNew waits before it looks again at the
+// locks it found: a failed attempt's undo, still on its way, is gone by
+// then; a lock that is held is not.
+const holdsRecheck = 300 * time.Millisecond
+
+// CheckNew reports, for each of nodes, whether vouching for it with
+// TrustStart is safe: nil, or why not. TrustStart is for new masters; after
+// a master restarted without its data while others held locks, a vouch
+// would count it at once and could grant a key a holder still holds. So a
+// node is refused (an error matching ErrInUse, an *InUseError) when any node
+// given holds a live lock, reader or permit under prefix, or when another
+// node given has been up longer than it by more than NewSpread; a replica
+// is refused with ErrReplica; a node CheckNew cannot read is refused with
+// that error. A node whose running process is already vouched for is not
+// checked: vouching again changes nothing. Pass every master of the
+// deployment, so that their locks and starts are seen.
+//
+// It reads INFO, the vouch (TrustKey) and SCANs each node's keys under
+// prefix; it writes nothing.
+func CheckNew(ctx context.Context, nodes []redis.UniversalClient, prefix string) []error {
+	ss := make([]survey, len(nodes))
+	forEach(len(nodes), func(i int) { ss[i] = surveyNode(ctx, nodes[i], prefix) })
+	if anyHolds(ss) {
+		// A failed attempt's undo may still be on its way: look again.
+		time.Sleep(holdsRecheck)
+		forEach(len(nodes), func(i int) {
+			if ss[i].err == nil && len(ss[i].holds) > 0 {
+				ss[i].holds = stillHeld(ctx, nodes[i], ss[i].holds)
+			}
+		})
+	}
+	errs := make([]error, len(nodes))
+	for i := range ss {
+		errs[i] = checkOne(ss, i, prefix)
+	}
+	return errs
+}
+
+// A survey is what CheckNew read of one node.
+type survey struct {
+	err     error
+	runID   string
+	uptime  time.Duration
+	role    string
+	vouched bool
+	holds   []string // live locks, readers and permits under the prefix
+}
+
+func surveyNode(ctx context.Context, rdb redis.UniversalClient, prefix string) survey {
+	var s survey
+	info, err := rdb.InfoMap(ctx, "server", "replication").Result()
+	if err != nil {
+		s.err = fmt.Errorf("redlock: CheckNew: INFO: %w", err)
+		return s
+	}
+	s.runID, s.role = info["Server"]["run_id"], info["Replication"]["role"]
+	up, _ := strconv.Atoi(info["Server"]["uptime_in_seconds"])
+	s.uptime = time.Duration(up) * time.Second
+	vouched, err := rdb.Get(ctx, TrustKey).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		s.err = fmt.Errorf("redlock: CheckNew: GET %s: %w", TrustKey, err)
+		return s
+	}
+	s.vouched = vouched != "" && vouched == s.runID
+	s.holds, s.err = scanHolds(ctx, rdb, prefix)
+	return s
+}
+
+// scanHolds returns the keys under prefix that are held: locks and permits
+// (hashes with an owner) and readers (":readers" sets). Fencing counters,
+// waiters' lines and records may outlive every hold and are not counted.
+func scanHolds(ctx context.Context, rdb redis.UniversalClient, prefix string) ([]string, error) {
+	var holds []string
+	match := escapeGlob(prefix) + "*"
+	locks := rdb.ScanType(ctx, 0, match, 1000, "hash").Iterator()
+	for locks.Next(ctx) {
+		if owner, err := rdb.HGet(ctx, locks.Val(), "owner").Result(); err == nil && owner != "" {
+			holds = append(holds, locks.Val())
+		}
+	}
+	readers := rdb.ScanType(ctx, 0, match+":readers", 1000, "zset").Iterator()
+	for readers.Next(ctx) {
+		holds = append(holds, readers.Val())
+	}
+	if err := errors.Join(locks.Err(), readers.Err()); err != nil {
+		return nil, fmt.Errorf("redlock: CheckNew: SCAN: %w", err)
+	}
+	return holds, nil
+}
+
+// stillHeld returns those of keys that are still held.
+func stillHeld(ctx context.Context, rdb redis.UniversalClient, keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if n, err := rdb.Exists(ctx, k).Result(); err != nil || n > 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// checkOne is CheckNew's verdict on node i.
+func checkOne(ss []survey, i int, prefix string) error {
+	s := ss[i]
+	switch {
+	case s.err != nil:
+		return s.err
+	case s.role != "" && s.role != "master":
+		return fmt.Errorf("%w: INFO replication says role:%s; vouch for masters only", ErrReplica, s.role)
+	case s.vouched:
+		return nil
+	}
+	for j, o := range ss {
+		if o.err == nil && len(o.holds) > 0 {
+			return &InUseError{Other: j, Why: fmt.Sprintf("holds %d live lock(s) under %q (%s)", len(o.holds), prefix, shortKey(o.holds[0]))}
+		}
+	}
+	for j, o := range ss {
+		if o.err == nil && o.uptime > s.uptime+NewSpread {
+			return &InUseError{Other: j, Why: fmt.Sprintf("has been up %v, this node only %v: it may have restarted while the masters were in use", o.uptime, s.uptime)}
+		}
+	}
+	return nil
+}
+
+func anyHolds(ss []survey) bool {
+	for _, s := range ss {
+		if s.err == nil && len(s.holds) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func forEach(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { f(i) })
+	}
+	wg.Wait()
+}
+
+// escapeGlob escapes the glob characters of s for SCAN MATCH.
+func escapeGlob(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
