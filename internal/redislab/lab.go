@@ -55,6 +55,10 @@ type Option func(*config)
 type config struct {
 	args    []string // extra redis-server arguments, after the lab's own
 	wrapper []string // command that runs redis-server, local processes only
+
+	cluster         bool // cluster nodes: each gets a cluster bus port (--cluster-port)
+	keepClusterConf bool // an empty restart keeps nodes.conf (StartShards)
+	replicas        bool // StartShards: one replica per shard (WithReplicas)
 }
 
 // WithArgs adds redis-server command-line arguments, such as "--appendfsync",
