@@ -37,7 +37,8 @@ type Client struct {
 // of every lock.
 //
 // New refuses, with an error matching ErrInvalid: no nodes, a nil node, the
-// same client or the same address twice, and invalid options. It sends
+// same client or the same address twice, two members given a common server
+// (cluster seed lists [a b c] and [b]), and invalid options. It sends
 // nothing to the nodes.
 func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if len(nodes) == 0 {
@@ -61,6 +62,9 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 				return nil, invalid("nodes %d and %d are the same master (%s): the quorum needs independent masters", j, i, c.nodes[i].addr)
 			}
 		}
+	}
+	if err := sharedServer(nodes); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
