@@ -1,0 +1,84 @@
+package redlock_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/redlock"
+)
+
+// Issue 20 (b): shard 0's replica misses A's grants — its link is cut
+// first — and is promoted with CLUSTER FAILOVER TAKEOVER in two of three
+// members. The promoted processes have been up since the start, but they
+// lack A's keys: B must not be granted them while A holds them.
+func TestShardsStaleReplicaPromoted(t *testing.T) {
+	issue20(t, "a replica that missed a write promoted in two of three members")
+	lab, clients, b, _ := shardedMembers(t, redislab.WithReplicas())
+	ctx := ctxFor(t, time.Minute)
+	for _, m := range lab.Members[:2] {
+		if err := m.Shards[0].CutReplica(ctx); err != nil {
+			t.Fatalf("CutReplica: %v", err)
+		}
+	}
+	held := holdOnShard(t, ctx, lab, clients, 0, 8)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, m := range lab.Members[:2] {
+		wg.Go(func() { errs[i] = m.Shards[0].Failover(ctx) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("Failover: %v", err)
+	}
+	requireLacks(t, ctx, lab, 0, held, 0, 1)
+	c := contendShards(t, ctx, lab, b, held, 1, 2)
+	t.Logf("B: %d attempts on held keys of shard 0, %d granted while held; %d attempts on free keys of shards 1, 2, %d failed",
+		c.attempts.Load(), c.overlaps.Load(), c.others.Load(), c.refused.Load())
+	if n := c.overlaps.Load(); n != 0 {
+		t.Errorf("%d overlapping holds after stale replicas were promoted in two of three members, want 0", n)
+	}
+}
+
+// Issue 20 (c): a vouch covers every shard. TrustStart on each member's
+// cluster client, on members just started; then a Client whose restart
+// guard is far longer than their uptime counts only vouched processes, and
+// must be granted a key on every shard. Vouching each primary through its
+// own client must work as well ("quorumlock trust" given one node's
+// address).
+func TestShardsTrustStartCoversEveryShard(t *testing.T) {
+	issue20(t, "TrustStart on a cluster client covers one shard")
+	lab := redislab.StartShards(t, 3, 3)
+	clients := lab.ClusterClients(t)
+	ctx := ctxFor(t, 30*time.Second)
+	for i, c := range clients {
+		if err := redlock.TrustStart(ctx, c); err != nil {
+			t.Fatalf("member %d: TrustStart: %v", i, err)
+		}
+	}
+	c := newClient(t, clients, redlock.WithRestartGuard(time.Hour))
+	for i, s := range lab.Members[0].Shards {
+		key := s.Keys("vouched", 1)[0]
+		l, err := c.TryLock(ctx, key)
+		if err != nil {
+			t.Errorf("shard %d: TryLock %s after TrustStart on every member: %v", i, key, err)
+			continue
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Errorf("shard %d: Unlock: %v", i, err)
+		}
+	}
+	t.Run("each primary's own client", func(t *testing.T) {
+		for i, s := range lab.Members[0].Shards {
+			p := redis.NewClient(&redis.Options{Addr: s.Primary().Addr()})
+			err := redlock.TrustStart(ctx, p)
+			p.Close()
+			if err != nil {
+				t.Errorf("shard %d: TrustStart on its primary's own client: %v", i, err)
+			}
+		}
+	})
+}
