@@ -82,3 +82,34 @@ func TestShardsTrustStartCoversEveryShard(t *testing.T) {
 		}
 	})
 }
+
+// Issue 20, item 4, the part New cannot see: two members seeded with
+// different nodes of one cluster (disjoint seed lists) are one member. New
+// accepts them — it sends nothing — but the Client must find out at first
+// contact (the nodes' cluster IDs) and never count that cluster twice:
+// with the only other member down, no lock may be granted.
+func TestShardsOneClusterThroughDisjointSeeds(t *testing.T) {
+	issue20(t, "one cluster given twice through disjoint seeds")
+	lab := redislab.StartShards(t, 2, 3)
+	one, other := lab.Members[0], lab.Members[1]
+	clients := []redis.UniversalClient{
+		redis.NewClusterClient(&redis.ClusterOptions{Addrs: one.Seeds()[:1]}),
+		redis.NewClusterClient(&redis.ClusterOptions{Addrs: one.Seeds()[1:]}),
+		redis.NewClusterClient(&redis.ClusterOptions{Addrs: other.Seeds(), MaxRetries: -1}),
+	}
+	for _, c := range clients {
+		t.Cleanup(func() { c.Close() })
+	}
+	c := newClient(t, clients, redlock.WithRestartGuard(0))
+	ctx := ctxFor(t, 30*time.Second)
+	for _, n := range other.Nodes() {
+		if err := n.Kill(); err != nil {
+			t.Fatalf("Kill: %v", err)
+		}
+	}
+	l, err := c.TryLock(ctx, "twice")
+	if err == nil {
+		t.Fatalf("TryLock granted %q (token %d) by one cluster counted as two members, with the only other member down", l.Key(), l.Token())
+	}
+	t.Logf("TryLock: %v", err)
+}
