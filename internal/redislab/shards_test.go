@@ -62,6 +62,25 @@ func TestStartShardsSpreadsKeys(t *testing.T) {
 			}
 		}
 	}
+	before := lab.ScriptStats(t)
+	key := lab.Members[1].Shards[2].Keys("script", 1)[0]
+	for range 3 {
+		if err := clients[1].Eval(ctx, "return 1", []string{key}).Err(); err != nil {
+			t.Fatalf("EVAL: %v", err)
+		}
+	}
+	after := lab.ScriptStats(t)
+	for i := range after {
+		for j := range after[i] {
+			want := int64(0)
+			if i == 1 && j == 2 {
+				want = 3
+			}
+			if got := after[i][j].Sub(before[i][j]); got.Calls != want || (want > 0 && got.Time <= 0) {
+				t.Errorf("member %d shard %d: scripts run = %+v, want %d calls with their time", i, j, got, want)
+			}
+		}
+	}
 }
 
 // A replica cut off by CutReplica misses a write; Failover promotes it
