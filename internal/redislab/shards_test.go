@@ -124,6 +124,46 @@ func TestShardFailoverToStaleReplica(t *testing.T) {
 	if err := c.Set(ctx, missed, "again", 0).Err(); err != nil {
 		t.Errorf("SET through the cluster client after the failover: %v", err)
 	}
+	// The old primary followed as a replica: a second failover, without a
+	// cut, brings it back with every write.
+	if err := s.Failover(ctx); err != nil {
+		t.Fatalf("second Failover: %v", err)
+	}
+	if s.Primary() != old {
+		t.Fatalf("the second Failover did not promote the old primary back")
+	}
+	if got, err := c.Get(ctx, missed).Result(); err != nil || got != "again" {
+		t.Errorf("GET %s after failing back = %q, %v; want again", missed, got, err)
+	}
+}
+
+// A shard whose primary was killed fails over to its replica.
+func TestShardFailoverAfterKill(t *testing.T) {
+	t.Parallel()
+	lab := redislab.StartShards(t, 1, 2, redislab.WithReplicas())
+	ctx := testkit.Context(t, 30*time.Second)
+	m, c := lab.Members[0], lab.ClusterClients(t)[0]
+	s := m.Shards[0]
+	key := s.Keys("kept", 1)[0]
+	if err := c.Set(ctx, key, "v", 0).Err(); err != nil {
+		t.Fatalf("SET: %v", err)
+	}
+	testkit.Eventually(t, 5*time.Second, "the replica has the write", func() bool { ok, _ := s.Replica().Holds(ctx, key); return ok })
+	if err := s.Primary().Kill(); err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	if err := s.Failover(ctx); err != nil {
+		t.Fatalf("Failover after Kill: %v", err)
+	}
+	// go-redis reloads a cluster client's slot map on MOVED, or once it is
+	// older than ClusterStateReloadInterval (60 s by default) — not when a
+	// primary refuses connections. Here nothing answers MOVED, so the
+	// client keeps dialing the dead primary until told to reload.
+	c.(*redis.ClusterClient).ReloadState(ctx)
+	testkit.Eventually(t, 5*time.Second, "GET through the cluster client after the failover", func() bool {
+		got, err := c.Get(ctx, key).Result()
+		return err == nil && got == "v"
+	})
 }
 
 // MoveSlot moves a slot and its keys to another shard; the cluster client
