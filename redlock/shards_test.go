@@ -57,20 +57,21 @@ func shardedMembers(t *testing.T, opts ...redislab.Option) (*redislab.Sharded, [
 	return lab, clients, b, seen
 }
 
-// restartCount counts, per shard of the key, the votes refused as from a
-// node within the restart guard.
+// restartCount counts, per shard of the key, the failed votes, and among
+// them those refused as from a node within the restart guard.
 type restartCount struct {
 	redlock.NopObserver
-	member  *redislab.Member
-	byShard [3]atomic.Int64
+	member          *redislab.Member
+	byShard, failed [3]atomic.Int64
 }
 
 func (r *restartCount) NodeFailed(_ context.Context, _, key string, v redlock.NodeVote) {
-	if !errors.Is(v.Err, redlock.ErrNodeRestarted) {
-		return
-	}
 	for i, s := range r.member.Shards {
-		if s == r.member.ShardOf(redislab.Slot(key)) {
+		if s != r.member.ShardOf(redislab.Slot(key)) {
+			continue
+		}
+		r.failed[i].Add(1)
+		if errors.Is(v.Err, redlock.ErrNodeRestarted) {
 			r.byShard[i].Add(1)
 		}
 	}
@@ -79,6 +80,7 @@ func (r *restartCount) NodeFailed(_ context.Context, _, key string, v redlock.No
 func (r *restartCount) reset() {
 	for i := range r.byShard {
 		r.byShard[i].Store(0)
+		r.failed[i].Store(0)
 	}
 }
 
