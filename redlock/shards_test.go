@@ -1,8 +1,10 @@
 package redlock_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -85,19 +87,33 @@ func (r *restartCount) reset() {
 }
 
 // holdOnShard has A (restart detection off: it only needs its grants) lock
-// n keys on shard of every member, without renewal, and returns them.
+// n keys on shard of every member, without renewal, and returns them. It
+// fails t if any is not obtained.
 func holdOnShard(t *testing.T, ctx context.Context, lab *redislab.Sharded, clients []redis.UniversalClient, shard, n int) map[string]*redlock.Lock {
+	t.Helper()
+	held, err := tryHoldOnShard(t, ctx, lab, clients, shard, n)
+	if err != nil {
+		t.Fatalf("A: %v", err)
+	}
+	return held
+}
+
+// tryHoldOnShard is holdOnShard that returns the first failure instead,
+// with the keys A did obtain.
+func tryHoldOnShard(t *testing.T, ctx context.Context, lab *redislab.Sharded, clients []redis.UniversalClient, shard, n int) (map[string]*redlock.Lock, error) {
 	t.Helper()
 	a := newClient(t, clients, redlock.WithTTL(shardTTL), redlock.WithAutoRenew(false), redlock.WithRestartGuard(0))
 	held := map[string]*redlock.Lock{}
+	var first error
 	for _, key := range lab.Members[0].Shards[shard].Keys("held", n) {
 		l, err := a.TryLock(ctx, key)
 		if err != nil {
-			t.Fatalf("A: TryLock %s: %v", key, err)
+			first = cmp.Or(first, fmt.Errorf("TryLock %s: %w", key, err))
+			continue
 		}
 		held[key] = l
 	}
-	return held
+	return held, first
 }
 
 // requireLacks fails t unless the primary of shard in each given member
