@@ -16,6 +16,12 @@
 //
 // All nodes run with the embedded redis.conf (Conf). When no server can be
 // had, Start skips the test, or fails it when CI=true.
+//
+// StartCluster starts one-node Redis Clusters, and StartShards quorum
+// members that are Redis Clusters of several shards, optionally with a
+// replica each, with the faults a sharded member meets: a shard killed or
+// restarted empty, a failover to a replica that missed writes, a slot
+// moved (docs/SHARDS.md). Both are always local processes.
 package redislab
 
 import (
