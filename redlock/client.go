@@ -40,7 +40,8 @@ type Client struct {
 // of every lock.
 //
 // New refuses, with an error matching ErrInvalid: no nodes, a nil node, the
-// same client or the same address twice, and invalid options. It sends
+// same client or the same address twice, two members given a common server
+// (cluster seed lists [a b c] and [b]), and invalid options. It sends
 // nothing to the nodes. An even number of nodes is accepted, with a warning
 // through WithLogger's logger: 2 nodes tolerate no failure (the majority is
 // both), 4 tolerate one, as 3 do.
@@ -76,6 +77,9 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 				return nil, invalid("nodes %d and %d are the same master (%s): the quorum needs independent masters", j, i, addrs[i])
 			}
 		}
+	}
+	if err := sharedServer(nodes); err != nil {
+		return nil, err
 	}
 	// Only once every node is vetted: a node owns a client to close.
 	for i, rdb := range nodes {

@@ -135,7 +135,8 @@
 //
 //   - The masters are independent: no replication between them (a replica
 //     promoted after a failover may lack the key), and not the same server
-//     twice (New refuses the same address twice, but cannot see through DNS
+//     twice (New refuses the same address twice, and two cluster members
+//     whose seed lists share an address, but cannot see through DNS
 //     aliases or NAT).
 //   - Clocks advance at about the same rate: the drift between the client's
 //     clock and any node's over one TTL stays within ttl·driftFactor + 2ms.

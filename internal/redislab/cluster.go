@@ -35,6 +35,7 @@ const lastSlot = 16383
 func StartCluster(t testing.TB, n int, opts ...Option) *Lab {
 	t.Helper()
 	cfg := configure(t, "StartCluster", n, opts)
+	cfg.cluster = true
 	cfg.args = append([]string{"--cluster-enabled", "yes", "--cluster-config-file", clusterConfName,
 		"--cluster-node-timeout", clusterNodeTimeout}, cfg.args...)
 	lab := startLocal(t, n, &cfg)

@@ -16,6 +16,12 @@
 //
 // All nodes run with the embedded redis.conf (Conf). When no server can be
 // had, Start skips the test, or fails it when CI=true.
+//
+// StartCluster starts one-node Redis Clusters, and StartShards quorum
+// members that are Redis Clusters of several shards, optionally with a
+// replica each, with the faults a sharded member meets: a shard killed or
+// restarted empty, a failover to a replica that missed writes, a slot
+// moved (docs/SHARDS.md). Both are always local processes.
 package redislab
 
 import (
@@ -55,6 +61,10 @@ type Option func(*config)
 type config struct {
 	args    []string // extra redis-server arguments, after the lab's own
 	wrapper []string // command that runs redis-server, local processes only
+
+	cluster         bool // cluster nodes: each gets a cluster bus port (--cluster-port)
+	keepClusterConf bool // an empty restart keeps nodes.conf (StartShards)
+	replicas        bool // StartShards: one replica per shard (WithReplicas)
 }
 
 // WithArgs adds redis-server command-line arguments, such as "--appendfsync",

@@ -38,6 +38,8 @@ type local struct {
 	extra []string // WithArgs, after --port so that they win
 	dir   string   // data dir; also holds redis.conf and redis.log
 	port  int      // fixed after the first start
+	bus   int      // cluster bus port, fixed with port; 0 when not a cluster node
+	keep  []string // files besides the config and the log that an empty restart keeps
 	proc  *process // nil while killed
 }
 
@@ -45,7 +47,14 @@ func newLocal(dir, bin string, cfg *config) *local {
 	conf := filepath.Join(dir, confName)
 	head := append(slices.Clone(cfg.wrapper), bin, conf,
 		"--bind", "127.0.0.1", "--dir", dir, "--daemonize", "no")
-	return &local{head: head, extra: cfg.args, dir: dir}
+	l := &local{head: head, extra: cfg.args, dir: dir}
+	if cfg.cluster {
+		l.bus = -1 // picked with the port
+	}
+	if cfg.keepClusterConf {
+		l.keep = []string{clusterConfName}
+	}
+	return l
 }
 
 func (l *local) addr() string {
@@ -72,6 +81,11 @@ func (l *local) startOnFreePort(ctx context.Context) error {
 		if l.port, err = freePort(); err != nil {
 			return err
 		}
+		if l.bus != 0 {
+			if l.bus, err = freeBusPort(); err != nil {
+				return err
+			}
+		}
 		if err = l.start(); !errors.Is(err, errPortTaken) {
 			return err
 		}
@@ -84,7 +98,11 @@ func (l *local) startOnFreePort(ctx context.Context) error {
 func (l *local) start() error {
 	logPath := filepath.Join(l.dir, logName)
 	offset := fileSize(logPath)
-	argv := append(slices.Concat(l.head, []string{"--port", strconv.Itoa(l.port)}), l.extra...)
+	argv := slices.Concat(l.head, []string{"--port", strconv.Itoa(l.port)})
+	if l.bus > 0 {
+		argv = append(argv, "--cluster-port", strconv.Itoa(l.bus))
+	}
+	argv = append(argv, l.extra...)
 	p, err := spawn(argv, l.dir, logPath)
 	if err != nil {
 		return fmt.Errorf("redislab: starting %s: %w", argv[0], err)
@@ -159,14 +177,15 @@ func (l *local) restart(empty bool) error {
 	return l.start()
 }
 
-// clearData removes everything in the data dir but the config and the log.
+// clearData removes everything in the data dir but the config, the log and
+// the files in l.keep.
 func (l *local) clearData() error {
 	entries, err := os.ReadDir(l.dir)
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
-		if e.Name() == confName || e.Name() == logName {
+		if e.Name() == confName || e.Name() == logName || slices.Contains(l.keep, e.Name()) {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(l.dir, e.Name())); err != nil {

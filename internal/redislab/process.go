@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -146,4 +148,26 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Cluster bus ports are picked in [busLow, busHigh): below Linux's
+// ephemeral range (32768 and up by default), from which freePort's client
+// ports and every client socket come. redis-server's default bus port,
+// its port + 10000, would land in that range — taken by some socket now and
+// then, or past 65535.
+const busLow, busHigh = 20000, 32000
+
+// freeBusPort returns a port of [busLow, busHigh) that was free a moment
+// ago; as with freePort, callers retry when redis-server cannot bind it.
+func freeBusPort() (int, error) {
+	var err error
+	for range 20 {
+		port := busLow + rand.IntN(busHigh-busLow)
+		var l net.Listener
+		if l, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("redislab: no free cluster bus port in [%d, %d): %w", busLow, busHigh, err)
 }

@@ -1,0 +1,142 @@
+package redislab
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// join forms the member's cluster: distinct config epochs, each primary's
+// slots, one MEET per node, each replica attached to its primary; it
+// returns once every node reports cluster_state:ok and every replica's link
+// is up.
+func (m *Member) join(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
+	defer cancel()
+	nodes := m.Nodes()
+	for i, n := range nodes {
+		// Before MEET: distinct epochs, so that no collision has to be
+		// resolved later, which can hold a TAKEOVER up for seconds.
+		if err := n.do(ctx, "CLUSTER", "SET-CONFIG-EPOCH", i+1); err != nil {
+			return err
+		}
+	}
+	for _, s := range m.Shards {
+		if err := s.primary.do(ctx, "CLUSTER", "ADDSLOTSRANGE", s.First, s.Last); err != nil {
+			return err
+		}
+	}
+	for _, n := range nodes[1:] {
+		if err := nodes[0].do(ctx, "CLUSTER", "MEET", "127.0.0.1", n.local.port, n.busPort()); err != nil {
+			return err
+		}
+	}
+	if err := waitFor(ctx, "every node knows the others", func() (bool, error) { return m.everyoneKnows(ctx, len(nodes)) }); err != nil {
+		return err
+	}
+	for _, s := range m.Shards {
+		if s.replica == nil {
+			continue
+		}
+		id, err := s.primary.ID(ctx)
+		if err != nil {
+			return err
+		}
+		if err := s.replica.do(ctx, "CLUSTER", "REPLICATE", id); err != nil {
+			return err
+		}
+	}
+	return m.settled(ctx)
+}
+
+// settled waits until every running node of m reports cluster_state:ok and
+// every running replica's link to its primary is up.
+func (m *Member) settled(ctx context.Context) error {
+	return waitFor(ctx, "cluster_state:ok everywhere and every replica linked", func() (bool, error) {
+		for _, s := range m.Shards {
+			for _, n := range []*Node{s.Primary(), s.Replica()} {
+				if n == nil || !n.running() {
+					continue
+				}
+				if ok, err := n.infoHas(ctx, "cluster_state:ok", "CLUSTER", "INFO"); !ok || err != nil {
+					return false, err
+				}
+				if n == s.Replica() {
+					if ok, err := n.infoHas(ctx, "master_link_status:up", "INFO", "replication"); !ok || err != nil {
+						return false, err
+					}
+				}
+			}
+		}
+		return true, nil
+	})
+}
+
+// everyoneKnows reports whether every node lists total nodes, none of them
+// still in handshake.
+func (m *Member) everyoneKnows(ctx context.Context, total int) (bool, error) {
+	for _, n := range m.Nodes() {
+		out, err := n.text(ctx, "CLUSTER", "NODES")
+		if err != nil {
+			return false, err
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != total || strings.Contains(out, "handshake") || strings.Contains(out, "noaddr") {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// waitFor polls cond until it holds, it fails, or ctx ends.
+func waitFor(ctx context.Context, what string, cond func() (bool, error)) error {
+	var last error
+	for {
+		ok, err := cond()
+		if ok && err == nil {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redislab: waiting until %s: %w (last error: %v)", what, ctx.Err(), last)
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// do sends one command to the node alone, bounded by ctx.
+func (n *Node) do(ctx context.Context, args ...any) error {
+	_, err := n.text(ctx, args...)
+	return err
+}
+
+// text sends one command to the node alone and returns its reply as text.
+func (n *Node) text(ctx context.Context, args ...any) (string, error) {
+	c := n.client()
+	defer c.Close()
+	cmd := c.Do(ctx, args...)
+	if err := cmd.Err(); err != nil && err != redis.Nil {
+		return "", fmt.Errorf("redislab: %v on %s: %w", args, n.addr, err)
+	}
+	return fmt.Sprint(cmd.Val()), nil
+}
+
+// infoHas reports whether the text reply of args contains want.
+func (n *Node) infoHas(ctx context.Context, want string, args ...any) (bool, error) {
+	out, err := n.text(ctx, args...)
+	return strings.Contains(out, want), err
+}
+
+// running reports whether the node's process is up (not killed; it may be
+// paused).
+func (n *Node) running() bool {
+	n.local.mu.Lock()
+	defer n.local.mu.Unlock()
+	return n.local.proc != nil
+}

@@ -1,0 +1,137 @@
+package redlock_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/quorum"
+	"github.com/seed818c56a1/quorumlock/redlock"
+)
+
+// Issue 20 (b): shard 0's replica misses A's grants — its link is cut
+// first — and is promoted with CLUSTER FAILOVER TAKEOVER in two of three
+// members. The promoted processes have been up since the start, but they
+// lack A's keys: B must not be granted them while A holds them.
+//
+// A fix may instead count a grant only once every replica has it (WAIT):
+// then A obtains none of the keys, since two members' grants cannot reach
+// their replicas, and the test checks that instead.
+func TestShardsStaleReplicaPromoted(t *testing.T) {
+	issue20(t, "a replica that missed a write promoted in two of three members")
+	lab, clients, b, _ := shardedMembers(t, redislab.WithReplicas())
+	ctx := ctxFor(t, time.Minute)
+	for _, m := range lab.Members[:2] {
+		if err := m.Shards[0].CutReplica(ctx); err != nil {
+			t.Fatalf("CutReplica: %v", err)
+		}
+	}
+	held, err := tryHoldOnShard(t, ctx, lab, clients, 0, 8)
+	if len(held) == 0 {
+		requireUncounted(t, err, 0, 1)
+		return
+	}
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, m := range lab.Members[:2] {
+		wg.Go(func() { errs[i] = m.Shards[0].Failover(ctx) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("Failover: %v", err)
+	}
+	requireLacks(t, ctx, lab, 0, held, 0, 1)
+	c := contendShards(t, ctx, lab, b, held, 1, 2)
+	t.Logf("B: %d attempts on held keys of shard 0, %d granted while held; %d attempts on free keys of shards 1, 2, %d failed",
+		c.attempts.Load(), c.overlaps.Load(), c.others.Load(), c.refused.Load())
+	if n := c.overlaps.Load(); n != 0 {
+		t.Errorf("%d overlapping holds after stale replicas were promoted in two of three members, want 0", n)
+	}
+}
+
+// requireUncounted fails t unless err is a failed acquisition in which no
+// grant of the given members was counted.
+func requireUncounted(t *testing.T, err error, members ...int) {
+	t.Helper()
+	votes := votesOf(t, err)
+	for _, m := range members {
+		if votes[m].Outcome == quorum.Granted {
+			t.Errorf("member %d: a grant counted although its replica was cut off", m)
+		}
+	}
+	t.Logf("A obtained no key, its grants on members %v not counted: %v", members, err)
+}
+
+// Issue 20 (c): a vouch covers every shard. TrustStart on each member's
+// cluster client, on members just started; then a Client whose restart
+// guard is far longer than their uptime counts only vouched processes, and
+// must be granted a key on every shard. Vouching each primary through its
+// own client must work as well ("quorumlock trust" given one node's
+// address).
+func TestShardsTrustStartCoversEveryShard(t *testing.T) {
+	issue20(t, "TrustStart on a cluster client covers one shard")
+	lab := redislab.StartShards(t, 3, 3)
+	clients := lab.ClusterClients(t)
+	ctx := ctxFor(t, 30*time.Second)
+	for i, c := range clients {
+		if err := redlock.TrustStart(ctx, c); err != nil {
+			t.Fatalf("member %d: TrustStart: %v", i, err)
+		}
+	}
+	c := newClient(t, clients, redlock.WithRestartGuard(time.Hour))
+	for i, s := range lab.Members[0].Shards {
+		key := s.Keys("vouched", 1)[0]
+		l, err := c.TryLock(ctx, key)
+		if err != nil {
+			t.Errorf("shard %d: TryLock %s after TrustStart on every member: %v", i, key, err)
+			continue
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Errorf("shard %d: Unlock: %v", i, err)
+		}
+	}
+	t.Run("each primary's own client", func(t *testing.T) {
+		for i, s := range lab.Members[0].Shards {
+			p := redis.NewClient(&redis.Options{Addr: s.Primary().Addr()})
+			err := redlock.TrustStart(ctx, p)
+			p.Close()
+			if err != nil {
+				t.Errorf("shard %d: TrustStart on its primary's own client: %v", i, err)
+			}
+		}
+	})
+}
+
+// Issue 20, item 4, the part New cannot see: two members seeded with
+// different nodes of one cluster (disjoint seed lists) are one member. New
+// accepts them — it sends nothing — but the Client must find out at first
+// contact (the nodes' cluster IDs) and never count that cluster twice:
+// with the only other member down, no lock may be granted.
+func TestShardsOneClusterThroughDisjointSeeds(t *testing.T) {
+	issue20(t, "one cluster given twice through disjoint seeds")
+	lab := redislab.StartShards(t, 2, 3)
+	one, other := lab.Members[0], lab.Members[1]
+	clients := []redis.UniversalClient{
+		redis.NewClusterClient(&redis.ClusterOptions{Addrs: one.Seeds()[:1]}),
+		redis.NewClusterClient(&redis.ClusterOptions{Addrs: one.Seeds()[1:]}),
+		redis.NewClusterClient(&redis.ClusterOptions{Addrs: other.Seeds(), MaxRetries: -1}),
+	}
+	for _, c := range clients {
+		t.Cleanup(func() { c.Close() })
+	}
+	c := newClient(t, clients, redlock.WithRestartGuard(0))
+	ctx := ctxFor(t, 30*time.Second)
+	for _, n := range other.Nodes() {
+		if err := n.Kill(); err != nil {
+			t.Fatalf("Kill: %v", err)
+		}
+	}
+	l, err := c.TryLock(ctx, "twice")
+	if err == nil {
+		t.Fatalf("TryLock granted %q (token %d) by one cluster counted as two members, with the only other member down", l.Key(), l.Token())
+	}
+	t.Logf("TryLock: %v", err)
+}

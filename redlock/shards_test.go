@@ -1,0 +1,242 @@
+package redlock_test
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/redlock"
+)
+
+// Issue 20: each member of the quorum a sharded Redis Cluster. The tests
+// below reproduce what the issue reports on three members of three shards;
+// most fail until restart detection, vouching and calls work per shard
+// (docs/SHARDS.md), so they are all skipped unless REDLOCK_ISSUE20 is set.
+
+// issue20Env runs the reproductions of issue 20.
+const issue20Env = "REDLOCK_ISSUE20"
+
+func issue20(t *testing.T, what string) {
+	t.Helper()
+	if os.Getenv(issue20Env) == "" {
+		t.Skipf("issue 20: %s — the sharded-member suite (docs/SHARDS.md); run with %s=1", what, issue20Env)
+	}
+}
+
+// shardTTL is the lease of the reproductions: a restarted cluster primary
+// answers CLUSTERDOWN for about 2 s, so the lease must outlast that by far.
+const shardTTL = 6 * time.Second
+
+// shardedMembers starts three members of three shards (with replicas if
+// asked) and returns them with their cluster clients, and a Client B with
+// the default restart guard (the TTL), once B has had a key on every shard
+// of every member granted: every process has been up for the guard.
+func shardedMembers(t *testing.T, opts ...redislab.Option) (*redislab.Sharded, []redis.UniversalClient, *redlock.Client, *restartCount) {
+	t.Helper()
+	lab := redislab.StartShards(t, 3, 3, opts...)
+	clients := lab.ClusterClients(t)
+	seen := &restartCount{member: lab.Members[0]}
+	b := newClient(t, clients, redlock.WithTTL(shardTTL), redlock.WithAutoRenew(false), redlock.WithObserver(seen))
+	ctx := ctxFor(t, 30*time.Second)
+	for i, s := range lab.Members[0].Shards {
+		key := s.Keys("ready", 1)[0]
+		l := eventuallyLocked(t, 2*shardTTL+5*time.Second, "B is granted a key on shard "+string(rune('0'+i)), func() (*redlock.Lock, error) {
+			return b.TryLock(ctx, key)
+		})
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatalf("B: Unlock %s: %v", key, err)
+		}
+	}
+	seen.reset()
+	return lab, clients, b, seen
+}
+
+// restartCount counts, per shard of the key, the failed votes, and among
+// them those refused as from a node within the restart guard.
+type restartCount struct {
+	redlock.NopObserver
+	member          *redislab.Member
+	byShard, failed [3]atomic.Int64
+}
+
+func (r *restartCount) NodeFailed(_ context.Context, _, key string, v redlock.NodeVote) {
+	for i, s := range r.member.Shards {
+		if s != r.member.ShardOf(redislab.Slot(key)) {
+			continue
+		}
+		r.failed[i].Add(1)
+		if errors.Is(v.Err, redlock.ErrNodeRestarted) {
+			r.byShard[i].Add(1)
+		}
+	}
+}
+
+func (r *restartCount) reset() {
+	for i := range r.byShard {
+		r.byShard[i].Store(0)
+		r.failed[i].Store(0)
+	}
+}
+
+// holdOnShard has A (restart detection off: it only needs its grants) lock
+// n keys on shard of every member, without renewal, and returns them. It
+// fails t if any is not obtained.
+func holdOnShard(t *testing.T, ctx context.Context, lab *redislab.Sharded, clients []redis.UniversalClient, shard, n int) map[string]*redlock.Lock {
+	t.Helper()
+	held, err := tryHoldOnShard(t, ctx, lab, clients, shard, n)
+	if err != nil {
+		t.Fatalf("A: %v", err)
+	}
+	return held
+}
+
+// tryHoldOnShard is holdOnShard that returns the first failure instead,
+// with the keys A did obtain.
+func tryHoldOnShard(t *testing.T, ctx context.Context, lab *redislab.Sharded, clients []redis.UniversalClient, shard, n int) (map[string]*redlock.Lock, error) {
+	t.Helper()
+	a := newClient(t, clients, redlock.WithTTL(shardTTL), redlock.WithAutoRenew(false), redlock.WithRestartGuard(0))
+	held := map[string]*redlock.Lock{}
+	var first error
+	for _, key := range lab.Members[0].Shards[shard].Keys("held", n) {
+		l, err := a.TryLock(ctx, key)
+		if err != nil {
+			first = cmp.Or(first, fmt.Errorf("TryLock %s: %w", key, err))
+			continue
+		}
+		held[key] = l
+	}
+	return held, first
+}
+
+// requireLacks fails t unless the primary of shard in each given member
+// lacks every held key: the scenario needs members that lost the lock. It
+// waits for a restarted primary's CLUSTERDOWN (about 2 s) to end.
+func requireLacks(t *testing.T, ctx context.Context, lab *redislab.Sharded, shard int, held map[string]*redlock.Lock, members ...int) {
+	t.Helper()
+	for _, m := range members {
+		p := lab.Members[m].Shards[shard].Primary()
+		for key := range held {
+			var has bool
+			var err error
+			eventually(t, 5*time.Second, "the primary answers (no CLUSTERDOWN)", func() bool {
+				has, err = p.Holds(ctx, redlock.Keys(redlock.DefaultPrefix, key).Lock)
+				return err == nil
+			})
+			if has {
+				t.Fatalf("member %d: primary %s holds %s; want it lost", m, p.Addr(), key)
+			}
+		}
+	}
+}
+
+// contention is what contendShards counted.
+type contention struct {
+	attempts, overlaps atomic.Int64 // B's attempts on held keys, and grants among them while held
+	others, refused    atomic.Int64 // B's attempts on free keys of other shards, and failures among them
+}
+
+// contendShards makes B try the held keys again and again (4 goroutines)
+// while 4 others lock and unlock free keys on the shards in others, until
+// every held lock's validity is over. A grant of a held key while its lock
+// is held (Err nil, before Until) is an overlap; B unlocks every grant.
+func contendShards(t *testing.T, ctx context.Context, lab *redislab.Sharded, b *redlock.Client, held map[string]*redlock.Lock, others ...int) *contention {
+	t.Helper()
+	var c contention
+	end := time.Now().Add(shardTTL)
+	for _, l := range held {
+		if l.Until().Before(end) {
+			end = l.Until()
+		}
+	}
+	var free []string
+	for _, s := range others {
+		free = append(free, lab.Members[0].Shards[s].Keys("free", 4)...)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(end); i++ {
+				for key, a := range held {
+					c.attempts.Add(1)
+					if l, err := b.TryLock(ctx, key); err == nil {
+						if a.Err() == nil && time.Now().Before(a.Until()) {
+							if c.overlaps.Add(1) <= 3 {
+								t.Logf("overlap: B got %s %v before the holder's Until", key, time.Until(a.Until()).Round(time.Millisecond))
+							}
+						}
+						_ = l.Unlock(ctx)
+					}
+				}
+			}
+		})
+		wg.Go(func() {
+			for i := 0; time.Now().Before(end); i++ {
+				c.others.Add(1)
+				// Goroutine g alone uses keys g, g+4, …: no contention.
+				l, err := b.TryLock(ctx, free[(g+4*i)%len(free)])
+				if err != nil {
+					if c.refused.Add(1) <= 3 {
+						t.Logf("B: a free key of shards %v: %v", others, err)
+					}
+					continue
+				}
+				_ = l.Unlock(ctx)
+			}
+		})
+	}
+	wg.Wait()
+	return &c
+}
+
+// restartShardEmpty restarts shard's primary empty in each given member,
+// at once.
+func restartShardEmpty(t *testing.T, lab *redislab.Sharded, shard int, members ...int) {
+	t.Helper()
+	errs := make([]error, len(members))
+	var wg sync.WaitGroup
+	for i, m := range members {
+		wg.Go(func() { errs[i] = lab.Members[m].Shards[shard].Primary().Restart(true) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("restarting shard %d empty: %v", shard, err)
+	}
+}
+
+// Issue 20 (a), (d): shard 0 restarted empty in two of three members while
+// A holds keys on it. B must not be granted them — the restarted shards sit
+// out the guard — while keys on shards 1 and 2 keep being granted, no vote
+// on them refused as "started within the restart guard".
+func TestShardsRestartedEmptyShard(t *testing.T) {
+	issue20(t, "a shard restarted empty in two of three members")
+	lab, clients, b, seen := shardedMembers(t)
+	ctx := ctxFor(t, time.Minute)
+	held := holdOnShard(t, ctx, lab, clients, 0, 8)
+	restartShardEmpty(t, lab, 0, 0, 1)
+	requireLacks(t, ctx, lab, 0, held, 0, 1)
+	c := contendShards(t, ctx, lab, b, held, 1, 2)
+	t.Logf("B: %d attempts on held keys of shard 0, %d granted while held; %d attempts on free keys of shards 1, 2, %d failed; "+
+		"votes refused as restarted on shards 0, 1, 2: %d, %d, %d", c.attempts.Load(), c.overlaps.Load(), c.others.Load(), c.refused.Load(),
+		seen.byShard[0].Load(), seen.byShard[1].Load(), seen.byShard[2].Load())
+	t.Run("a/no overlap", func(t *testing.T) {
+		if n := c.overlaps.Load(); n != 0 {
+			t.Errorf("%d overlapping holds after shard 0 restarted empty in two of three members, want 0", n)
+		}
+	})
+	t.Run("d/other shards keep granting", func(t *testing.T) {
+		if n := seen.byShard[1].Load() + seen.byShard[2].Load(); n != 0 {
+			t.Errorf("%d votes on keys of the untouched shards 1, 2 refused as restarted, want 0", n)
+		}
+		if n := c.refused.Load(); n != 0 {
+			t.Errorf("%d of %d attempts on free keys of the untouched shards failed, want 0", n, c.others.Load())
+		}
+	})
+}
