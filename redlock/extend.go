@@ -75,7 +75,9 @@ func (c *Client) extendOn(ctx context.Context, n int, locks []*Lock, repair bool
 		last = nd.lastSaved()
 	}
 	results := make([]int64, len(locks))
-	var start startInfo
+	// A repair counts by the start of the server that made it: on a
+	// cluster, each group's own.
+	learnt := make([]func() error, len(locks))
 	for _, group := range nd.groups(locks) {
 		reply, err := c.exec(ctx, n, extendCall(locks, group, repair, last)).Slice()
 		if err != nil {
@@ -89,19 +91,23 @@ func (c *Client) extendOn(ctx context.Context, n int, locks []*Lock, repair bool
 			results[i] = lockResult(reply[k : k+len(locks[i].kss)])
 			k += len(locks[i].kss)
 		}
+		var start startInfo
 		if rest := reply[k:]; len(rest) > 0 {
 			start = startFields(rest)
 		}
-	}
-	learnt := nd.learn(start, c.cfg.clock.Now())
-	votes := make([]quorum.Vote[bool], len(locks))
-	for i, l := range locks {
-		votes[i] = repairVote(results[i], func() error {
-			if learnt != nil || l.cfg.restartGuard() == 0 {
-				return learnt
+		st, err := nd.learn(start, c.cfg.clock.Now())
+		for _, i := range group {
+			learnt[i] = func() error {
+				if err != nil || locks[i].cfg.restartGuard() == 0 {
+					return err
+				}
+				return st.counted(locks[i].cfg.restartGuard(), c.cfg.clock.Now())
 			}
-			return nd.counted(l.cfg.restartGuard(), c.cfg.clock.Now())
-		})
+		}
+	}
+	votes := make([]quorum.Vote[bool], len(locks))
+	for i := range locks {
+		votes[i] = repairVote(results[i], learnt[i])
 	}
 	return votes, nil
 }

@@ -29,6 +29,7 @@ type startInfo struct {
 	unknown      string        // why the node could not report its start
 	longest      time.Duration // the TTL record of the locks asked (lease_ttl)
 	hasLongest   bool
+	server       string // the answering server's cluster node ID; "" on a plain master
 }
 
 // savedTrust is how old a LASTSAVE must be seen before it is relied on: it
@@ -90,67 +91,6 @@ func infoField(info, name string) string {
 	return ""
 }
 
-// lastSaved is acquire.lua's restart argument for this node: its LASTSAVE as
-// last seen, or "?" while none can be relied on (then every fresh grant
-// reports its start).
-func (n *node) lastSaved() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.saved == "" {
-		return "?"
-	}
-	return n.saved
-}
-
-// learn records what a reply said of its node's start. A run_id this Client
-// has not seen comes from a process it meets for the first time — new, or
-// restarted, maybe without its data — whose start is set from its uptime
-// (less the slack), or to long ago if TrustStart vouched for it. A node that
-// cannot report its start is an error.
-func (n *node) learn(s startInfo, now time.Time) error {
-	if s.unknown != "" {
-		return fmt.Errorf("%w: %s; allow INFO and LASTSAVE to this user, or turn detection off with WithRestartGuard(0) if the masters keep their data across restarts",
-			ErrStartUnknown, s.unknown)
-	}
-	if s.runID == "" {
-		return nil
-	}
-	if s.role != "" && s.role != "master" {
-		n.master.Store(false)
-		return fmt.Errorf("%w: INFO replication says role:%s", ErrReplica, s.role)
-	}
-	n.master.Store(true)
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if s.runID != n.runID {
-		// uptime_in_seconds may read up to a second more than has passed,
-		// never less: the process has been up at least this long.
-		n.started = now.Add(-max(0, s.uptime-uptimeSlack))
-		if s.vouched {
-			n.started = time.Time{}
-		}
-	}
-	n.runID, n.saved = s.runID, ""
-	if s.sinceSave >= savedTrust {
-		n.saved = s.saved
-	}
-	return nil
-}
-
-// counted returns nil if the node's process, as last learnt, has been up for
-// guard; else why its grants do not count yet.
-func (n *node) counted(guard time.Duration, now time.Time) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.runID == "" {
-		return fmt.Errorf("%w: no start reported yet", ErrStartUnknown)
-	}
-	if left := n.started.Add(guard).Sub(now); left > 0 {
-		return &guardError{left: left}
-	}
-	return nil
-}
-
 // startOf reads the start info of a granting reply of acquire.lua for keys
 // keys: {1, token per key..., start_info...} (start.lua).
 func startOf(reply []any, keys int) startInfo {
@@ -161,13 +101,24 @@ func startOf(reply []any, keys int) startInfo {
 }
 
 // startFields reads start.lua's start_info: {uptime, run_id, LASTSAVE,
-// time, vouched, role, TTL record}, {-2, TTL record}, or {-1, why}.
+// time, vouched, role, TTL record}, {-2, TTL record}, or {-1, why} — on a
+// cluster member followed by the answering server's node ID, and {-3, node
+// ID} when nothing else need be said.
 func startFields(f []any) startInfo {
 	var s startInfo
 	uptime, _ := replyInt(f, 0)
-	if uptime == -2 { // the start as the client knows it; only the record
+	switch uptime {
+	case -3: // a cluster server as the client knows it
+		if len(f) > 1 {
+			s.server, _ = f[1].(string)
+		}
+		return s
+	case -2: // the start as the client knows it; only the record
 		if ms, ok := replyInt(f, 1); ok {
 			s.longest, s.hasLongest = recordOf(ms), true
+		}
+		if len(f) > 2 {
+			s.server, _ = f[2].(string)
 		}
 		return s
 	}
@@ -194,6 +145,9 @@ func startFields(f []any) startInfo {
 	s.role, _ = f[5].(string)
 	if ms, ok := replyInt(f, 6); ok {
 		s.longest, s.hasLongest = recordOf(ms), true
+	}
+	if len(f) > 7 {
+		s.server, _ = f[7].(string)
 	}
 	return s
 }
