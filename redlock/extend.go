@@ -79,7 +79,11 @@ func (c *Client) extendOn(ctx context.Context, n int, locks []*Lock, repair bool
 	// cluster, each group's own.
 	learnt := make([]func() error, len(locks))
 	for _, group := range nd.groups(locks) {
-		reply, err := c.exec(ctx, n, extendCall(locks, group, repair, last)).Slice()
+		trust := ""
+		if last != "" {
+			trust = nd.trustKey(locks[group[0]].kss[0].Lock)
+		}
+		reply, err := c.exec(ctx, n, extendCall(locks, group, repair, last, trust)).Slice()
 		if err != nil {
 			return nil, err
 		}
@@ -171,7 +175,7 @@ func (nd *node) groups(locks []*Lock) [][]int {
 
 // extendCall is extend.lua's call for the locks at indexes group, writers,
 // readers and permits alike.
-func extendCall(locks []*Lock, group []int, repair bool, last string) *scriptCall {
+func extendCall(locks []*Lock, group []int, repair bool, last, trust string) *scriptCall {
 	keys := make([]string, 0, 3*len(group))
 	mode := "0"
 	if repair {
@@ -198,6 +202,9 @@ func extendCall(locks []*Lock, group []int, repair bool, last string) *scriptCal
 			keys = append(keys, ks.Lock, ks.Fence, third)
 			args = append(args, kind, l.id.owner, l.id.hold, l.cfg.ttl.Milliseconds(), l.tokens[k])
 		}
+	}
+	if last != "" {
+		keys = append(keys, trust)
 	}
 	return newScriptCall(extendScript, keys, args...)
 }

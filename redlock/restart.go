@@ -1,12 +1,9 @@
 package redlock
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Restart detection: a master that restarts at once without its data may
@@ -41,46 +38,6 @@ const savedTrust = 2 * time.Second
 // uptimeSlack covers Redis's uptime_in_seconds, which counts whole seconds
 // of wall-clock time and so may read up to a second more than has passed.
 const uptimeSlack = time.Second
-
-// TrustKey is the key TrustStart writes: the run_id of a server process
-// vouched for. It is outside any prefix, since it is about the server.
-const TrustKey = "quorumlock:trusted-start"
-
-// trustTTL is how long a TrustStart vouch lasts: far longer than any restart
-// guard, after which the node's uptime alone makes it count.
-const trustTTL = 24 * time.Hour
-
-// TrustStart vouches that node's current server process started with no
-// lease to forget — a master just created, or started after every lease it
-// could ever have granted had expired — so that Clients count its grants at
-// once instead of after the restart guard. It records the process's run_id
-// (TrustKey, expiring after a day): a later restart has another run_id, and
-// the vouch does not carry over to it. Call it when bringing up new masters
-// (a test lab, a new deployment), never after a restart that may have lost
-// leases: that is exactly what the guard is for. CheckNew tells the two
-// apart from the masters' own state (their locks and starts); call it
-// first, as the command "quorumlock trust" does.
-//
-// A replica is refused with ErrReplica (its votes never count), whether or
-// not it accepts writes. It needs INFO and SET on node; it does not close
-// node.
-func TrustStart(ctx context.Context, node redis.UniversalClient) error {
-	info, err := node.Info(ctx, "server", "replication").Result()
-	if err != nil {
-		return fmt.Errorf("redlock: TrustStart: INFO: %w", err)
-	}
-	runID := infoField(info, "run_id")
-	if runID == "" {
-		return fmt.Errorf("redlock: TrustStart: INFO server has no run_id")
-	}
-	if role := infoField(info, "role"); role != "" && role != "master" {
-		return fmt.Errorf("%w: TrustStart: INFO replication says role:%s; vouch for masters only", ErrReplica, role)
-	}
-	if err := node.Set(ctx, TrustKey, runID, trustTTL).Err(); err != nil {
-		return fmt.Errorf("redlock: TrustStart: SET %s: %w", TrustKey, err)
-	}
-	return nil
-}
 
 func infoField(info, name string) string {
 	for line := range strings.Lines(info) {

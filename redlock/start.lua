@@ -12,6 +12,12 @@
 -- for nil. LASTSAVE, reset when a node starts (and by each save), costs
 -- next to nothing; the dearer INFO server is asked only when it differs
 -- from what the client last saw.
+-- trust_key is the key of the TrustStart record that covers this script's
+-- keys (TrustKey on a plain master; on a cluster, the record of the keys'
+-- slot), declared in KEYS after the script's own when restart detection is
+-- on; each script sets it. nil: no record is read.
+local trust_key
+
 local function start_info(last, now, longest)
   if last == '' then return nil end
   local record = string.sub(last, 1, 1) == '+'
@@ -43,8 +49,8 @@ local function start_info(last, now, longest)
   if type(saved) ~= 'number' then saved = '' end
   now = now or redis.call('TIME')
   -- An operator may vouch that this process started with no lease to forget
-  -- (TrustStart): its run_id under a fixed key.
-  local vouched = redis.pcall('GET', 'quorumlock:trusted-start') == run_id and 1 or 0
+  -- (TrustStart): its run_id under the trust key.
+  local vouched = trust_key and redis.pcall('GET', trust_key) == run_id and 1 or 0
   -- A node that (re)started as a replica must not vote: its role, while
   -- INFO is being asked anyway ("" if the section cannot be read).
   local repl = redis.pcall('INFO', 'replication')
