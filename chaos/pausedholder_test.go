@@ -40,7 +40,11 @@ func lockThroughTwoDown(t *testing.T, ctx context.Context, lab *redislab.Lab, a 
 // restart guard, pauses masters 0 and 1, and locks "k" through a new client
 // (new redis clients, never warmed up) — so through 2, 3 and 4 only. B writes
 // under the lock; masters 0 and 1 resume once B's hold is recorded. ctx must
-// not be the stalled holder's: its loss would cut the waits short.
+// not be the stalled holder's: its loss would cut the waits short. Every
+// master B reaches restarted, so none can tell it the TTLs in use: B sets
+// the restart guard to the one TTL all clients here use (WithRestartGuard),
+// as the docs tell operators who know it — by default it would wait
+// MaxRestartGuard.
 func lockPastRestartWithMinorityPaused(t *testing.T, ctx context.Context, lab *redislab.Lab, rec *chaos.Recorder, store *chaos.FencedStore) *redlock.Lock {
 	t.Helper()
 	lab.Restart(t, true, 3, 4)
@@ -48,10 +52,10 @@ func lockPastRestartWithMinorityPaused(t *testing.T, ctx context.Context, lab *r
 	pause(ctx, ttl+ttl/2) // down for longer than the TTL
 	lab.Restart(t, true, 2)
 	restarted := time.Now()
-	pause(ctx, ttl) // the restart guard (the TTL by default)
+	pause(ctx, ttl) // the restart guard B is told
 	lab.Pause(t, 0, 1)
 	defer lab.Resume(t, 0, 1)
-	b := newClient(t, lab.Clients(t), redlock.WithAutoRenew(false))
+	b := newClient(t, lab.Clients(t), redlock.WithAutoRenew(false), redlock.WithRestartGuard(ttl))
 	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	lb, err := b.Lock(bctx, "k")

@@ -106,13 +106,13 @@
 //     reasons only about which owner each node holds at each moment, so it
 //     holds. The grant's hold belongs to an attempt that is over, or to a
 //     Lock already released — hold ids are random per attempt and never
-//     reused — so no tally counts it and no renewal names it: it ends one
-//     TTL after it lands, or after the last renewal of another hold of the
-//     same owner on that node, whichever is later (an Unlock of that owner's
-//     lock deletes it with the key). Meanwhile that node refuses other
-//     owners, as under a crashed holder's lease, and grants the same owner
-//     as it would anyway. Its fencing counter only grows: tokens stay
-//     monotonic.
+//     reused — so no tally counts it and no renewal names it: its hold's
+//     own lease end is one TTL after it lands (each hold keeps its own;
+//     renewals of the owner's other holds move theirs, not it), and the key
+//     stays on that node until then even if the owner's other holds are
+//     released before. Meanwhile that node refuses other owners, as under a
+//     crashed holder's lease, and grants the same owner as it would anyway.
+//     Its fencing counter only grows: tokens stay monotonic.
 //   - A late release or undo (release.lua, rrelease.lua) compares owner and
 //     hold: it removes only its own hold, already released or never reused,
 //     and an undo never removes another hold of its owner. A late

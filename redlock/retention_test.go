@@ -44,25 +44,7 @@ func TestTokensAfterAWriterHeldPastTheRetention(t *testing.T) {
 	}
 	dying.Close() // dies: the lease runs out by its TTL
 
-	c := newClient(t, nodes, shortFencing()...)
-	r, err := c.RLock(ctx, "k")
-	if err != nil {
-		t.Fatalf("reader RLock: %v", err)
-	}
-	if r.Token() < w.Token() {
-		t.Errorf("reader token = %d after the writer's %d: want at least the writer's", r.Token(), w.Token())
-	}
-	if err := r.Unlock(ctx); err != nil {
-		t.Fatalf("reader Unlock: %v", err)
-	}
-	next, err := c.Lock(ctx, "k")
-	if err != nil {
-		t.Fatalf("next writer Lock: %v", err)
-	}
-	defer next.Unlock(ctx)
-	if next.Token() <= max(w.Token(), r.Token()) {
-		t.Errorf("next writer token = %d after %d and the reader's %d: want larger", next.Token(), w.Token(), r.Token())
-	}
+	requireTokensAfter(t, ctx, newClient(t, nodes, shortFencing()...), w)
 }
 
 // A key left untouched for longer than the retention has no counter left:
@@ -79,6 +61,13 @@ func TestTokensAfterAKeyUntouchedPastTheRetention(t *testing.T) {
 		t.Fatalf("writer Unlock: %v", err)
 	}
 	time.Sleep(shortRetention + 300*time.Millisecond) // untouched: the counters expire
+	requireTokensAfter(t, ctx, c, w)
+}
+
+// requireTokensAfter takes key "k" on c as a reader, then as a writer: the
+// reader's token must be at least w's, the next writer's larger than both.
+func requireTokensAfter(t *testing.T, ctx context.Context, c *redlock.Client, w *redlock.Lock) {
+	t.Helper()
 	r, err := c.RLock(ctx, "k")
 	if err != nil {
 		t.Fatalf("reader RLock: %v", err)
@@ -86,7 +75,9 @@ func TestTokensAfterAKeyUntouchedPastTheRetention(t *testing.T) {
 	if r.Token() < w.Token() {
 		t.Errorf("reader token = %d after the writer's %d: want at least the writer's", r.Token(), w.Token())
 	}
-	r.Unlock(ctx)
+	if err := r.Unlock(ctx); err != nil {
+		t.Fatalf("reader Unlock: %v", err)
+	}
 	next, err := c.Lock(ctx, "k")
 	if err != nil {
 		t.Fatalf("next writer Lock: %v", err)

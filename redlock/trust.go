@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/hashslot"
 )
 
 // TrustKey is the key TrustStart writes on a plain master: the run_id of
@@ -126,8 +127,8 @@ func trustKeyOf(slot int) string {
 // slotTags holds, per slot, the shortest base-36 tag (the first found)
 // that hashes to it: computed once, in a few ms.
 var slotTags = sync.OnceValue(func() []string {
-	tags := make([]string, clusterSlots)
-	for i, left := int64(0), clusterSlots; left > 0; i++ {
+	tags := make([]string, hashslot.Count)
+	for i, left := int64(0), hashslot.Count; left > 0; i++ {
 		tag := strconv.FormatInt(i, 36)
 		if s := slotOf(tag); tags[s] == "" {
 			tags[s] = tag

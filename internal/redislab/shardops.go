@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 )
 
@@ -174,13 +176,20 @@ func (m *Member) routed(ctx context.Context, slot int, owner *Node) error {
 func (n *Node) slotOwner(ctx context.Context, slot int) (string, error) {
 	c := n.client()
 	defer c.Close()
-	slots, err := c.ClusterSlots(ctx).Result()
+	shards, err := c.ClusterShards(ctx).Result()
 	if err != nil {
-		return "", fmt.Errorf("redislab: CLUSTER SLOTS on %s: %w", n.Addr(), err)
+		return "", fmt.Errorf("redislab: CLUSTER SHARDS on %s: %w", n.Addr(), err)
 	}
-	for _, r := range slots {
-		if slot >= r.Start && slot <= r.End && len(r.Nodes) > 0 {
-			return r.Nodes[0].Addr, nil
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if int64(slot) < r.Start || int64(slot) > r.End {
+				continue
+			}
+			for _, nd := range sh.Nodes {
+				if nd.Role == "master" {
+					return net.JoinHostPort(nd.IP, strconv.FormatInt(nd.Port, 10)), nil
+				}
+			}
 		}
 	}
 	return "", nil

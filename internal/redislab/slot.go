@@ -2,32 +2,15 @@ package redislab
 
 import (
 	"strconv"
-	"strings"
+
+	"github.com/seed818c56a1/quorumlock/internal/hashslot"
 )
 
 // Slot returns the Redis Cluster hash slot of key: CRC16 (XMODEM) of its
 // hash tag — the text between the first '{' and the next '}', if not empty
 // — or of the whole key, modulo 16384. It is CLUSTER KEYSLOT computed
 // locally, so that a test can pick keys on a given shard.
-func Slot(key string) int {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	var crc uint16
-	for k := 0; k < len(key); k++ {
-		crc ^= uint16(key[k]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc) % (lastSlot + 1)
-}
+func Slot(key string) int { return hashslot.Of(key) }
 
 // Keys returns n distinct names, prefix followed by a number, whose slots
 // lie in the shard's starting range (First..Last). Used as lock keys of
