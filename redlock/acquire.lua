@@ -18,14 +18,16 @@
 -- ARGV[4] ticket ("" for a one-shot attempt, which never queues), ARGV[5] queue lease in ms,
 -- ARGV[6] the fencing state's retention in ms.
 -- ARGV[7] restart detection: "" off; else the node's LASTSAVE as this client
--- last saw it, or "?" if it cannot rely on one yet (start.lua).
+-- last saw it, or "?" if it cannot rely on one yet (start.lua). With it on,
+-- one more KEY follows the locks' own: the trust key (start.lua).
 -- Returns {1, token per lock...} when granted, followed by start_info's
 -- fields when the grant must say when its node started (start.lua); {0,
 -- remaining TTL in ms} when refused: the longest among the locks held by
 -- others or the readers' longest (0 when they are free but a waiter is ahead),
 -- followed as a grant by start_info's fields. Each grant records its TTL
 -- in its lock (field "ttl", raise_ttl), for clients meeting restarted nodes.
-local n = #KEYS / 5
+local n = math.floor(#KEYS / 5)
+trust_key = KEYS[5 * n + 1]
 local hold = 'h:' .. ARGV[2]
 
 -- longest is the TTL record this node reports: the longest among the locks,

@@ -24,10 +24,15 @@ func newScriptCall(s *script, keys []string, args ...any) *scriptCall {
 	return &scriptCall{src: s.src, evalsha: append(a, args...)}
 }
 
-// withLast returns a copy of sc whose last argument is v.
-func (sc *scriptCall) withLast(v any) *scriptCall {
-	a := slices.Clone(sc.evalsha)
-	a[len(a)-1] = v
+// withStart returns a copy of sc whose last argument is last (restart
+// detection, start.lua) and whose last KEY is trust, the trust key.
+func (sc *scriptCall) withStart(last, trust string) *scriptCall {
+	keys := sc.evalsha[2].(int)
+	a := make([]any, 0, len(sc.evalsha)+1)
+	a = append(a, sc.evalsha[:3+keys]...)
+	a = append(a, trust)
+	a = append(a, sc.evalsha[3+keys:]...)
+	a[2], a[len(a)-1] = keys+1, last
 	return &scriptCall{src: sc.src, evalsha: a}
 }
 

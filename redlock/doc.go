@@ -134,7 +134,8 @@
 // the assumptions of Redlock itself:
 //
 //   - The masters are independent: no replication between them (a replica
-//     promoted after a failover may lack the key), and not the same server
+//     promoted after a failover may lack the key; see Members that are
+//     Redis Clusters for replicas inside a member), and not the same server
 //     twice (New refuses the same address twice, and two cluster members
 //     whose seed lists share an address, but cannot see through DNS
 //     aliases or NAT).
@@ -219,6 +220,61 @@
 // is cut off from the asking client, while old nodes that never held it
 // answer. WithRestartGuard(d) sets the guard instead, the same for every
 // node and key (0: detection off).
+//
+// # Members that are Redis Clusters
+//
+// A member may be a Redis Cluster of several shards: one vote, whichever
+// shard a key lives on. A lock's keys share one hash tag, so each script
+// runs on one server, the primary that owns the lock's slot, and the
+// argument of Restarts holds per shard once the start it relies on is that
+// primary's own. So a Client keeps a start per answering server, keyed by
+// its cluster node ID, which the script reads (CLUSTER MYID) and returns in
+// its reply; the restart argument it sends carries the LASTSAVE last seen
+// from each server ("@id:LASTSAVE,..."), from which the script picks its
+// own. A reply is judged by the state of the server that sent it, read in
+// the same critical section that recorded what it said: a shard primary
+// restarted empty (new run_id, same node ID) sits out the guard while the
+// member's other shards keep counting at once, and no shard's reply
+// borrows another's start. On a plain master the map has one entry and the
+// argument is the LASTSAVE as before: the same calls, the same cost.
+//
+// Vouching is per primary. TrustStart on a *redis.ClusterClient vouches
+// every primary (ForEachMaster); a script may read only keys of its own
+// slot, declared in KEYS, so each primary writes one record per slot it
+// serves, TrustKey followed by a hash tag of that slot ("{1bz}"), valued
+// its own run_id, and the scripts declare the record of the lock's slot as
+// their last KEY. 16384 records of a few dozen bytes per cluster, written
+// in one pipeline per primary and expiring after a day, against any
+// cheaper scheme: TrustStart cannot know the locks' own hash tags, and one
+// record per primary would be a key outside the lock's slot. The record is
+// read only when a reply reports a start (the INFO path), never on the
+// common path. A replica is never vouched for, and a replica promoted
+// later does not inherit the vouch: its run_id is its own. A slot moved by
+// resharding carries its record to a server of another run_id, which it
+// does not vouch for either. CheckNew on a cluster client surveys every
+// primary: the member's locks are all of theirs, its start its youngest
+// primary's.
+//
+// What this assumes of a cluster member, besides what it assumes of a
+// master: each primary keeps its data across restarts or comes back as a
+// new process (a new run_id) — both covered, the second by the guard;
+// maxmemory-policy noeviction on every node; one hash tag per lock (the
+// library's keys have one). cluster-require-full-coverage no is advised: a
+// shard that is down then stops only its own keys, whereas with yes it
+// stops every shard of its member (availability, not safety).
+//
+// Not covered yet: a replica promoted after it missed writes — CLUSTER
+// FAILOVER FORCE or TAKEOVER, or an automatic failover after its primary
+// died before its last writes reached it. Its process has been up since
+// before the write it missed, so neither its uptime nor its run_id shows
+// anything, and its grants count at once: a lock held on that shard may be
+// granted again where stale replicas are promoted in a majority of members
+// while it is held (docs/SHARDS.md, "A promoted stale replica", designs
+// the fix: a grant counted only once WAIT confirms every replica has it).
+// Until then, a member with replicas is as safe as one without only for
+// failovers of replicas that had every write: a manual CLUSTER FAILOVER
+// (without FORCE or TAKEOVER) waits for that; members without replicas
+// are not exposed.
 //
 // # Waiting, in order
 //

@@ -75,9 +75,15 @@ func (c *Client) extendOn(ctx context.Context, n int, locks []*Lock, repair bool
 		last = nd.lastSaved()
 	}
 	results := make([]int64, len(locks))
-	var start startInfo
+	// A repair counts by the start of the server that made it: on a
+	// cluster, each group's own.
+	learnt := make([]func() error, len(locks))
 	for _, group := range nd.groups(locks) {
-		reply, err := c.exec(ctx, n, extendCall(locks, group, repair, last)).Slice()
+		trust := ""
+		if last != "" {
+			trust = nd.trustKey(locks[group[0]].kss[0].Lock)
+		}
+		reply, err := c.exec(ctx, n, extendCall(locks, group, repair, last, trust)).Slice()
 		if err != nil {
 			return nil, err
 		}
@@ -89,19 +95,23 @@ func (c *Client) extendOn(ctx context.Context, n int, locks []*Lock, repair bool
 			results[i] = lockResult(reply[k : k+len(locks[i].kss)])
 			k += len(locks[i].kss)
 		}
+		var start startInfo
 		if rest := reply[k:]; len(rest) > 0 {
 			start = startFields(rest)
 		}
-	}
-	learnt := nd.learn(start, c.cfg.clock.Now())
-	votes := make([]quorum.Vote[bool], len(locks))
-	for i, l := range locks {
-		votes[i] = repairVote(results[i], func() error {
-			if learnt != nil || l.cfg.restartGuard() == 0 {
-				return learnt
+		st, err := nd.learn(start, c.cfg.clock.Now())
+		for _, i := range group {
+			learnt[i] = func() error {
+				if err != nil || locks[i].cfg.restartGuard() == 0 {
+					return err
+				}
+				return st.counted(locks[i].cfg.restartGuard(), c.cfg.clock.Now())
 			}
-			return nd.counted(l.cfg.restartGuard(), c.cfg.clock.Now())
-		})
+		}
+	}
+	votes := make([]quorum.Vote[bool], len(locks))
+	for i := range locks {
+		votes[i] = repairVote(results[i], learnt[i])
 	}
 	return votes, nil
 }
@@ -165,7 +175,7 @@ func (nd *node) groups(locks []*Lock) [][]int {
 
 // extendCall is extend.lua's call for the locks at indexes group, writers,
 // readers and permits alike.
-func extendCall(locks []*Lock, group []int, repair bool, last string) *scriptCall {
+func extendCall(locks []*Lock, group []int, repair bool, last, trust string) *scriptCall {
 	keys := make([]string, 0, 3*len(group))
 	mode := "0"
 	if repair {
@@ -192,6 +202,9 @@ func extendCall(locks []*Lock, group []int, repair bool, last string) *scriptCal
 			keys = append(keys, ks.Lock, ks.Fence, third)
 			args = append(args, kind, l.id.owner, l.id.hold, l.cfg.ttl.Milliseconds(), l.tokens[k])
 		}
+	}
+	if last != "" {
+		keys = append(keys, trust)
 	}
 	return newScriptCall(extendScript, keys, args...)
 }

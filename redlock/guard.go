@@ -91,7 +91,7 @@ func (g *guardRound) guard(ttl time.Duration) time.Duration {
 // A youngGrant is the vote error of a grant from a node up for less than
 // oldAge but at least the acquisition's TTL: whether it counts depends on
 // the records of the round's other nodes (resolve).
-type youngGrant struct{ n *node }
+type youngGrant struct{ st startState }
 
 func (y *youngGrant) Error() string {
 	return "redlock: young node's grant, pending the round's TTL records"
@@ -106,7 +106,7 @@ func (g *guardRound) resolve(t *quorum.Tally[[]int64], ttl time.Duration, now ti
 		if v.Outcome != quorum.Failed || !errors.As(v.Err, &y) {
 			continue
 		}
-		if err := y.n.counted(guard, now); err != nil {
+		if err := y.st.counted(guard, now); err != nil {
 			t.Votes[i].Err = fmt.Errorf("%w; the longest TTL in use on the key may be %v (MaxRestartGuard %v)", err, guard, MaxRestartGuard)
 			continue
 		}
@@ -114,42 +114,29 @@ func (g *guardRound) resolve(t *quorum.Tally[[]int64], ttl time.Duration, now ti
 	}
 }
 
-// admitDefault decides, under the default guard, whether a grant of node n
-// (whose start is learnt) counts for an acquisition with ttl: at once if n
-// is old, never in this round if n has been up for less than ttl, and
+// admitDefault decides, under the default guard, whether a grant of the
+// server whose state is st counts for an acquisition with ttl: at once if
+// it is old, never in this round if it has been up for less than ttl, and
 // otherwise once the round's records are in (a *youngGrant).
-func (g *guardRound) admitDefault(n *node, ttl time.Duration, now time.Time) error {
-	if err := n.counted(ttl, now); err != nil {
+func (g *guardRound) admitDefault(st startState, ttl time.Duration, now time.Time) error {
+	if err := st.counted(ttl, now); err != nil {
 		return err
 	}
-	if err := n.counted(oldAge(ttl), now); err == nil || g == nil {
+	if err := st.counted(oldAge(ttl), now); err == nil || g == nil {
 		return err
 	}
 	g.deferGrant()
-	return &youngGrant{n}
+	return &youngGrant{st}
 }
 
-// known reports whether a grant has told the node's start.
-func (n *node) known() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.runID != ""
-}
-
-// old reports whether the node's process, as last learnt, has been up for
-// oldAge(ttl) or was vouched for.
-func (n *node) old(ttl time.Duration, now time.Time) bool {
-	return n.counted(oldAge(ttl), now) == nil
-}
-
-// anyYoung reports whether c knows a node to be young: then, under the
-// default guard, every node is asked for its start and the keys' TTL
-// records, so that the young node's grants count by them. A node not met
-// yet is asked anyway (lastSaved); one that never answers (down) costs the
-// others nothing.
+// anyYoung reports whether c knows a server of a node to be young: then,
+// under the default guard, every node is asked for its start and the keys'
+// TTL records, so that the young server's grants count by them. A node not
+// met yet is asked anyway (lastSaved); one that never answers (down) costs
+// the others nothing.
 func (c *Client) anyYoung(ttl time.Duration, now time.Time) bool {
 	for _, n := range c.nodes {
-		if n.known() && !n.old(ttl, now) {
+		if n.anyYoung(ttl, now) {
 			return true
 		}
 	}
@@ -166,17 +153,18 @@ func (a *acquisition) admit(n int, s startInfo) error {
 	if guard == 0 {
 		return nil
 	}
-	nd, now := a.c.nodes[n], cfg.clock.Now()
-	if err := nd.learn(s, now); err != nil {
+	now := cfg.clock.Now()
+	st, err := a.c.nodes[n].learn(s, now)
+	if err != nil {
 		return err
 	}
 	if !cfg.defaultGuard() {
-		return nd.counted(guard, now)
+		return st.counted(guard, now)
 	}
 	if s.hasLongest {
-		a.gr.heard(s.longest, nd.old(cfg.ttl, now))
+		a.gr.heard(s.longest, st.old(cfg.ttl, now))
 	}
-	return a.gr.admitDefault(nd, cfg.ttl, now)
+	return a.gr.admitDefault(st, cfg.ttl, now)
 }
 
 // heardRefusal records what node n's refusal says of its start and the
@@ -187,9 +175,9 @@ func (a *acquisition) heardRefusal(n int, reply []any) {
 		return
 	}
 	s := startFields(reply[2:])
-	nd, now := a.c.nodes[n], cfg.clock.Now()
-	if nd.learn(s, now) == nil && s.hasLongest {
-		a.gr.heard(s.longest, nd.old(cfg.ttl, now))
+	now := cfg.clock.Now()
+	if st, err := a.c.nodes[n].learn(s, now); err == nil && s.hasLongest {
+		a.gr.heard(s.longest, st.old(cfg.ttl, now))
 	}
 }
 

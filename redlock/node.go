@@ -25,10 +25,8 @@ type node struct {
 	master atomic.Bool  // ROLE confirmed a master (or the node is a cluster)
 	cause  failureCause // why its calls last failed (cause.go)
 
-	mu      sync.Mutex
-	runID   string    // of the process last seen in a grant; "" before the first
-	saved   string    // the node's LASTSAVE as last seen, once it can be relied on; else ""
-	started time.Time // when that process started, on the Client's clock; zero if vouched
+	mu     sync.Mutex
+	starts map[string]*startState // per answering server (starts.go): its node ID, "" on a plain master
 }
 
 // newNode returns the node of the caller's client given, whose calls go

@@ -1,12 +1,9 @@
 package redlock
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Restart detection: a master that restarts at once without its data may
@@ -29,6 +26,7 @@ type startInfo struct {
 	unknown      string        // why the node could not report its start
 	longest      time.Duration // the TTL record of the locks asked (lease_ttl)
 	hasLongest   bool
+	server       string // the answering server's cluster node ID; "" on a plain master
 }
 
 // savedTrust is how old a LASTSAVE must be seen before it is relied on: it
@@ -41,46 +39,6 @@ const savedTrust = 2 * time.Second
 // of wall-clock time and so may read up to a second more than has passed.
 const uptimeSlack = time.Second
 
-// TrustKey is the key TrustStart writes: the run_id of a server process
-// vouched for. It is outside any prefix, since it is about the server.
-const TrustKey = "quorumlock:trusted-start"
-
-// trustTTL is how long a TrustStart vouch lasts: far longer than any restart
-// guard, after which the node's uptime alone makes it count.
-const trustTTL = 24 * time.Hour
-
-// TrustStart vouches that node's current server process started with no
-// lease to forget — a master just created, or started after every lease it
-// could ever have granted had expired — so that Clients count its grants at
-// once instead of after the restart guard. It records the process's run_id
-// (TrustKey, expiring after a day): a later restart has another run_id, and
-// the vouch does not carry over to it. Call it when bringing up new masters
-// (a test lab, a new deployment), never after a restart that may have lost
-// leases: that is exactly what the guard is for. CheckNew tells the two
-// apart from the masters' own state (their locks and starts); call it
-// first, as the command "quorumlock trust" does.
-//
-// A replica is refused with ErrReplica (its votes never count), whether or
-// not it accepts writes. It needs INFO and SET on node; it does not close
-// node.
-func TrustStart(ctx context.Context, node redis.UniversalClient) error {
-	info, err := node.Info(ctx, "server", "replication").Result()
-	if err != nil {
-		return fmt.Errorf("redlock: TrustStart: INFO: %w", err)
-	}
-	runID := infoField(info, "run_id")
-	if runID == "" {
-		return fmt.Errorf("redlock: TrustStart: INFO server has no run_id")
-	}
-	if role := infoField(info, "role"); role != "" && role != "master" {
-		return fmt.Errorf("%w: TrustStart: INFO replication says role:%s; vouch for masters only", ErrReplica, role)
-	}
-	if err := node.Set(ctx, TrustKey, runID, trustTTL).Err(); err != nil {
-		return fmt.Errorf("redlock: TrustStart: SET %s: %w", TrustKey, err)
-	}
-	return nil
-}
-
 func infoField(info, name string) string {
 	for line := range strings.Lines(info) {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
@@ -88,67 +46,6 @@ func infoField(info, name string) string {
 		}
 	}
 	return ""
-}
-
-// lastSaved is acquire.lua's restart argument for this node: its LASTSAVE as
-// last seen, or "?" while none can be relied on (then every fresh grant
-// reports its start).
-func (n *node) lastSaved() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.saved == "" {
-		return "?"
-	}
-	return n.saved
-}
-
-// learn records what a reply said of its node's start. A run_id this Client
-// has not seen comes from a process it meets for the first time — new, or
-// restarted, maybe without its data — whose start is set from its uptime
-// (less the slack), or to long ago if TrustStart vouched for it. A node that
-// cannot report its start is an error.
-func (n *node) learn(s startInfo, now time.Time) error {
-	if s.unknown != "" {
-		return fmt.Errorf("%w: %s; allow INFO and LASTSAVE to this user, or turn detection off with WithRestartGuard(0) if the masters keep their data across restarts",
-			ErrStartUnknown, s.unknown)
-	}
-	if s.runID == "" {
-		return nil
-	}
-	if s.role != "" && s.role != "master" {
-		n.master.Store(false)
-		return fmt.Errorf("%w: INFO replication says role:%s", ErrReplica, s.role)
-	}
-	n.master.Store(true)
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if s.runID != n.runID {
-		// uptime_in_seconds may read up to a second more than has passed,
-		// never less: the process has been up at least this long.
-		n.started = now.Add(-max(0, s.uptime-uptimeSlack))
-		if s.vouched {
-			n.started = time.Time{}
-		}
-	}
-	n.runID, n.saved = s.runID, ""
-	if s.sinceSave >= savedTrust {
-		n.saved = s.saved
-	}
-	return nil
-}
-
-// counted returns nil if the node's process, as last learnt, has been up for
-// guard; else why its grants do not count yet.
-func (n *node) counted(guard time.Duration, now time.Time) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.runID == "" {
-		return fmt.Errorf("%w: no start reported yet", ErrStartUnknown)
-	}
-	if left := n.started.Add(guard).Sub(now); left > 0 {
-		return &guardError{left: left}
-	}
-	return nil
 }
 
 // startOf reads the start info of a granting reply of acquire.lua for keys
@@ -161,13 +58,24 @@ func startOf(reply []any, keys int) startInfo {
 }
 
 // startFields reads start.lua's start_info: {uptime, run_id, LASTSAVE,
-// time, vouched, role, TTL record}, {-2, TTL record}, or {-1, why}.
+// time, vouched, role, TTL record}, {-2, TTL record}, or {-1, why} — on a
+// cluster member followed by the answering server's node ID, and {-3, node
+// ID} when nothing else need be said.
 func startFields(f []any) startInfo {
 	var s startInfo
 	uptime, _ := replyInt(f, 0)
-	if uptime == -2 { // the start as the client knows it; only the record
+	switch uptime {
+	case -3: // a cluster server as the client knows it
+		if len(f) > 1 {
+			s.server, _ = f[1].(string)
+		}
+		return s
+	case -2: // the start as the client knows it; only the record
 		if ms, ok := replyInt(f, 1); ok {
 			s.longest, s.hasLongest = recordOf(ms), true
+		}
+		if len(f) > 2 {
+			s.server, _ = f[2].(string)
 		}
 		return s
 	}
@@ -194,6 +102,9 @@ func startFields(f []any) startInfo {
 	s.role, _ = f[5].(string)
 	if ms, ok := replyInt(f, 6); ok {
 		s.longest, s.hasLongest = recordOf(ms), true
+	}
+	if len(f) > 7 {
+		s.server, _ = f[7].(string)
 	}
 	return s
 }

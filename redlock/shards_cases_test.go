@@ -72,7 +72,6 @@ func requireUncounted(t *testing.T, err error, members ...int) {
 // own client must work as well ("quorumlock trust" given one node's
 // address).
 func TestShardsTrustStartCoversEveryShard(t *testing.T) {
-	issue20(t, "TrustStart on a cluster client covers one shard")
 	lab := redislab.StartShards(t, 3, 3)
 	clients := lab.ClusterClients(t)
 	ctx := ctxFor(t, 30*time.Second)

@@ -67,7 +67,6 @@ func TestShardsSlotMovedWhileHeld(t *testing.T) {
 // fails. This one passes today (a refused connection fails at once); it
 // guards the per-shard rewrite.
 func TestShardsKilledShard(t *testing.T) {
-	issue20(t, "a shard killed in one member")
 	lab, clients, b, seen := shardedMembers(t)
 	ctx := ctxFor(t, time.Minute)
 	held := holdOnShard(t, ctx, lab, clients, 0, 8)
@@ -90,7 +89,6 @@ func TestShardsKilledShard(t *testing.T) {
 // empty in member 0 while, in member 1, its replica that missed A's grants
 // is promoted. Both lost A's keys: B must not be granted them.
 func TestShardsRestartAndFailoverAtOnce(t *testing.T) {
-	issue20(t, "a shard restarted empty in one member and failed over stale in another")
 	lab, clients, b, _ := shardedMembers(t, redislab.WithReplicas())
 	ctx := ctxFor(t, time.Minute)
 	s0, s1 := lab.Members[0].Shards[0], lab.Members[1].Shards[0]

@@ -7,16 +7,35 @@
 -- (detection off, or LASTSAVE as the client last saw it, no record asked);
 -- {-2, TTL record in ms} when only the record is; else {uptime in s,
 -- run_id, LASTSAVE, time in s, vouched 1|0, role, TTL record in ms}, or
--- {-1, why} when the node cannot tell. LASTSAVE, reset when a node starts
--- (and by each save), costs next to nothing; the dearer INFO server is
--- asked only when it differs from what the client last saw.
+-- {-1, why} when the node cannot tell. On a cluster member the first two
+-- forms end with the answering server's node ID, and {-3, node ID} stands
+-- for nil. LASTSAVE, reset when a node starts (and by each save), costs
+-- next to nothing; the dearer INFO server is asked only when it differs
+-- from what the client last saw.
+-- trust_key is the key of the TrustStart record that covers this script's
+-- keys (TrustKey on a plain master; on a cluster, the record of the keys'
+-- slot), declared in KEYS after the script's own when restart detection is
+-- on; each script sets it. nil: no record is read.
+local trust_key
+
 local function start_info(last, now, longest)
   if last == '' then return nil end
   local record = string.sub(last, 1, 1) == '+'
   if record then last = string.sub(last, 2) end
+  -- On a cluster member (last "@id:LASTSAVE,..."), the client keeps a start
+  -- per server: pick this server's LASTSAVE, and name the server (its node
+  -- ID) in every reply.
+  local id
+  if string.sub(last, 1, 1) == '@' then
+    id = redis.pcall('CLUSTER', 'MYID')
+    if type(id) ~= 'string' then id = '' end
+    local at = id ~= '' and string.find(last, id .. ':', 2, true)
+    last = at and string.match(last, '^(%d+)', at + #id + 1) or '?'
+  end
   local saved = redis.pcall('LASTSAVE')
   if type(saved) == 'number' and tostring(saved) == last then
-    if record then return {-2, longest and longest() or 0} end
+    if record then return {-2, longest and longest() or 0, id} end
+    if id then return {-3, id} end
     return nil
   end
   local info = redis.pcall('INFO', 'server')
@@ -30,13 +49,13 @@ local function start_info(last, now, longest)
   if type(saved) ~= 'number' then saved = '' end
   now = now or redis.call('TIME')
   -- An operator may vouch that this process started with no lease to forget
-  -- (TrustStart): its run_id under a fixed key.
-  local vouched = redis.pcall('GET', 'quorumlock:trusted-start') == run_id and 1 or 0
+  -- (TrustStart): its run_id under the trust key.
+  local vouched = trust_key and redis.pcall('GET', trust_key) == run_id and 1 or 0
   -- A node that (re)started as a replica must not vote: its role, while
   -- INFO is being asked anyway ("" if the section cannot be read).
   local repl = redis.pcall('INFO', 'replication')
   local role = type(repl) == 'string' and string.match(repl, 'role:(%a+)') or ''
-  return {tonumber(uptime), run_id, tostring(saved), tostring(now[1]), vouched, role, longest and longest() or 0}
+  return {tonumber(uptime), run_id, tostring(saved), tostring(now[1]), vouched, role, longest and longest() or 0, id}
 end
 
 -- A lock records in its field "ttl" the longest TTL (ms) among the holds

@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,8 +51,13 @@ const holdsRecheck = 300 * time.Millisecond
 // checked: vouching again changes nothing. Pass every master of the
 // deployment, so that their locks and starts are seen.
 //
-// It reads INFO, the vouch (TrustKey) and SCANs each node's keys under
-// prefix; it writes nothing.
+// A *redis.ClusterClient is surveyed on every primary of its cluster
+// (replicas are never vouched): its locks are all the primaries' locks, its
+// start the youngest primary's, and a primary up longer than another by
+// more than NewSpread shows the cluster in use, as between nodes.
+//
+// It reads INFO, the vouch (TrustKey, or on a cluster a primary's slot's
+// record) and SCANs each node's keys under prefix; it writes nothing.
 func CheckNew(ctx context.Context, nodes []redis.UniversalClient, prefix string) []error {
 	ss := make([]survey, len(nodes))
 	forEach(len(nodes), func(i int) { ss[i] = surveyNode(ctx, nodes[i], prefix) })
@@ -75,13 +81,47 @@ func CheckNew(ctx context.Context, nodes []redis.UniversalClient, prefix string)
 type survey struct {
 	err     error
 	runID   string
-	uptime  time.Duration
+	uptime  time.Duration // of its youngest server (a cluster's primaries)
+	oldest  time.Duration // of its oldest server
 	role    string
 	vouched bool
 	holds   []string // live locks, readers and permits under the prefix
 }
 
+// surveyNode surveys one node: on a *redis.ClusterClient, every primary
+// of the cluster, as one node whose youngest primary is its age, vouched
+// only if every primary is.
 func surveyNode(ctx context.Context, rdb redis.UniversalClient, prefix string) survey {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return surveyServer(ctx, rdb, prefix)
+	}
+	var mu sync.Mutex
+	var all []survey
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, p *redis.Client) error {
+		s := surveyServer(ctx, p, prefix)
+		mu.Lock()
+		defer mu.Unlock()
+		all = append(all, s)
+		return s.err
+	})
+	if err != nil || len(all) == 0 {
+		return survey{err: cmp.Or(err, errors.New("redlock: CheckNew: the cluster has no primary"))}
+	}
+	s := all[0]
+	for _, o := range all[1:] {
+		s.uptime, s.oldest = min(s.uptime, o.uptime), max(s.oldest, o.oldest)
+		s.vouched = s.vouched && o.vouched
+		s.holds = append(s.holds, o.holds...)
+		if o.role != "master" {
+			s.role = o.role
+		}
+	}
+	return s
+}
+
+// surveyServer surveys the one server rdb talks to.
+func surveyServer(ctx context.Context, rdb redis.UniversalClient, prefix string) survey {
 	var s survey
 	info, err := rdb.InfoMap(ctx, "server", "replication").Result()
 	if err != nil {
@@ -91,9 +131,23 @@ func surveyNode(ctx context.Context, rdb redis.UniversalClient, prefix string) s
 	s.runID, s.role = info["Server"]["run_id"], info["Replication"]["role"]
 	up, _ := strconv.Atoi(info["Server"]["uptime_in_seconds"])
 	s.uptime = time.Duration(up) * time.Second
-	vouched, err := rdb.Get(ctx, TrustKey).Result()
+	s.oldest = s.uptime
+	key := TrustKey
+	if info["Server"]["redis_mode"] == "cluster" {
+		// TrustStart writes every slot's record of a primary at once: one
+		// stands for all.
+		slots, err := ownSlots(ctx, rdb)
+		if err != nil {
+			s.err = fmt.Errorf("redlock: CheckNew: %w", err)
+			return s
+		}
+		if len(slots) > 0 {
+			key = trustKeyOf(slots[0])
+		}
+	}
+	vouched, err := rdb.Get(ctx, key).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		s.err = fmt.Errorf("redlock: CheckNew: GET %s: %w", TrustKey, err)
+		s.err = fmt.Errorf("redlock: CheckNew: GET %s: %w", key, err)
 		return s
 	}
 	s.vouched = vouched != "" && vouched == s.runID
@@ -151,8 +205,8 @@ func checkOne(ss []survey, i int, prefix string) error {
 		}
 	}
 	for j, o := range ss {
-		if o.err == nil && o.uptime > s.uptime+NewSpread {
-			return &InUseError{Other: j, Why: fmt.Sprintf("has been up %v, this node only %v: it may have restarted while the masters were in use", o.uptime, s.uptime)}
+		if o.err == nil && o.oldest > s.uptime+NewSpread {
+			return &InUseError{Other: j, Why: fmt.Sprintf("has been up %v, this node only %v: it may have restarted while the masters were in use", o.oldest, s.uptime)}
 		}
 	}
 	return nil

@@ -1,0 +1,143 @@
+package redlock
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Start state per answering server: a member that is a Redis Cluster
+// grants from several processes (one per shard), each with its own start.
+// A node keeps what it learnt of each under the server's cluster node ID
+// ("" on a plain master: a map of one), so that one shard's restart never
+// overwrites, or borrows, another's state (see doc.go, "Restarts").
+
+// A startState is what the Client learnt of one server's process.
+type startState struct {
+	runID   string    // of the process last seen in a reply
+	saved   string    // its LASTSAVE as last seen, once it can be relied on; else ""
+	started time.Time // when that process started, on the Client's clock; zero if vouched
+	seen    time.Time // when a reply last reported on it, on the Client's clock
+}
+
+// staleServer is how long a server's state is kept unseen: resharding and
+// replacements retire cluster node IDs.
+const staleServer = trustTTL
+
+// lastSaved is the scripts' restart argument for this node: its LASTSAVE
+// as last seen, or "?" while none can be relied on (then every fresh grant
+// reports its start). On a cluster member it is "@" and "id:LASTSAVE,"
+// per server whose LASTSAVE can be relied on: start.lua picks the entry of
+// the server that runs it, by CLUSTER MYID.
+func (n *node) lastSaved() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.cluster {
+		if st := n.starts[""]; st != nil && st.saved != "" {
+			return st.saved
+		}
+		return "?"
+	}
+	var b strings.Builder
+	b.WriteByte('@')
+	for id, st := range n.starts {
+		if id != "" && st.saved != "" {
+			b.WriteString(id + ":" + st.saved + ",")
+		}
+	}
+	return b.String()
+}
+
+// learn records what a reply said of its server's start, and returns that
+// server's state as this reply leaves it: a grant is judged by the state of
+// the server that made it, read in the same critical section. A run_id this
+// Client has not seen from the server comes from a process it meets for the
+// first time — new, or restarted, maybe without its data — whose start is
+// set from its uptime (less the slack), or to long ago if TrustStart vouched
+// for it. A node that cannot report its start is an error.
+func (n *node) learn(s startInfo, now time.Time) (startState, error) {
+	if s.unknown != "" {
+		return startState{}, fmt.Errorf("%w: %s; allow INFO and LASTSAVE to this user, or turn detection off with WithRestartGuard(0) if the masters keep their data across restarts",
+			ErrStartUnknown, s.unknown)
+	}
+	if s.runID != "" {
+		if s.role != "" && s.role != "master" {
+			n.master.Store(false)
+			return startState{}, fmt.Errorf("%w: INFO replication says role:%s", ErrReplica, s.role)
+		}
+		n.master.Store(true)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := n.starts[s.server]
+	if s.runID == "" {
+		if st == nil {
+			return startState{}, nil
+		}
+		st.seen = now
+		return *st, nil
+	}
+	if st == nil {
+		st = n.newServer(s.server, now)
+	}
+	if s.runID != st.runID {
+		// uptime_in_seconds may read up to a second more than has passed,
+		// never less: the process has been up at least this long.
+		st.started = now.Add(-max(0, s.uptime-uptimeSlack))
+		if s.vouched {
+			st.started = time.Time{}
+		}
+	}
+	st.runID, st.saved, st.seen = s.runID, "", now
+	if s.sinceSave >= savedTrust {
+		st.saved = s.saved
+	}
+	return *st, nil
+}
+
+// newServer adds the state of a server first heard of, and drops those
+// not heard of for staleServer. n.mu is held.
+func (n *node) newServer(id string, now time.Time) *startState {
+	if n.starts == nil {
+		n.starts = map[string]*startState{}
+	}
+	for old, st := range n.starts {
+		if now.Sub(st.seen) > staleServer {
+			delete(n.starts, old)
+		}
+	}
+	st := &startState{}
+	n.starts[id] = st
+	return st
+}
+
+// counted returns nil if the server's process, as learnt, has been up for
+// guard; else why its grants do not count yet.
+func (st startState) counted(guard time.Duration, now time.Time) error {
+	if st.runID == "" {
+		return fmt.Errorf("%w: no start reported yet", ErrStartUnknown)
+	}
+	if left := st.started.Add(guard).Sub(now); left > 0 {
+		return &guardError{left: left}
+	}
+	return nil
+}
+
+// old reports whether the server's process, as learnt, has been up for
+// oldAge(ttl) or was vouched for.
+func (st startState) old(ttl time.Duration, now time.Time) bool {
+	return st.counted(oldAge(ttl), now) == nil
+}
+
+// anyYoung reports whether one of the node's servers is known to be young
+// for an acquisition with ttl.
+func (n *node) anyYoung(ttl time.Duration, now time.Time) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, st := range n.starts {
+		if st.runID != "" && !st.old(ttl, now) {
+			return true
+		}
+	}
+	return false
+}
