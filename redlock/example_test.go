@@ -18,24 +18,7 @@ import (
 // run on real masters as deployments do; where no redis-server is
 // installed the test binary skips them (redislab.SkipExamplesWithoutServer).
 func masters() ([]redis.UniversalClient, func()) {
-	lab, stopLab, err := redislab.Launch(5)
-	if err != nil {
-		panic(err)
-	}
-	var clients []redis.UniversalClient
-	for _, addr := range lab.Addrs() {
-		c := redis.NewClient(&redis.Options{Addr: addr})
-		if err := redlock.TrustStart(context.Background(), c); err != nil {
-			panic(err)
-		}
-		clients = append(clients, c)
-	}
-	return clients, func() {
-		for _, c := range clients {
-			c.Close()
-		}
-		stopLab()
-	}
+	return redislab.LaunchClients(5, redlock.TrustStart)
 }
 
 // exampleClient is a Client over new masters (see masters), with a node

@@ -1,11 +1,14 @@
 package redislab
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Launch starts n local redis-server processes outside a test — for the
@@ -46,6 +49,33 @@ func Launch(n int, opts ...Option) (*Lab, func(), error) {
 		lab.Nodes[i] = &Node{addr: l.addr(), local: l}
 	}
 	return lab, stop, nil
+}
+
+// LaunchClients is Launch with a go-redis client per node, each vouched
+// for with trust (redlock.TrustStart: the masters are brand new), for an
+// example that needs nothing else of the lab. stop closes the clients, then
+// stops the nodes. It panics if a node does not start or trust fails: an
+// example has no test to fail.
+func LaunchClients(n int, trust func(context.Context, redis.UniversalClient) error) (clients []redis.UniversalClient, stop func()) {
+	lab, stopLab, err := Launch(n)
+	if err != nil {
+		panic(err)
+	}
+	stop = func() {
+		for _, c := range clients {
+			_ = c.Close()
+		}
+		stopLab()
+	}
+	for _, addr := range lab.Addrs() {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		clients = append(clients, c)
+		if err := trust(context.Background(), c); err != nil {
+			stop()
+			panic(err)
+		}
+	}
+	return clients, stop
 }
 
 // SkipExamplesWithoutServer makes the test binary skip its examples (as

@@ -79,24 +79,7 @@ func Example() {
 // the servers. Where no redis-server is installed the test binary skips the
 // examples (redislab.SkipExamplesWithoutServer).
 func masters(n int) ([]redis.UniversalClient, func()) {
-	lab, stopLab, err := redislab.Launch(n)
-	if err != nil {
-		panic(err)
-	}
-	var clients []redis.UniversalClient
-	for _, addr := range lab.Addrs() {
-		c := redis.NewClient(&redis.Options{Addr: addr})
-		if err := redlock.TrustStart(context.Background(), c); err != nil {
-			panic(err)
-		}
-		clients = append(clients, c)
-	}
-	return clients, func() {
-		for _, c := range clients {
-			c.Close()
-		}
-		stopLab()
-	}
+	return redislab.LaunchClients(n, redlock.TrustStart)
 }
 
 // printMetrics prints the named metrics' data points: counts of histograms,
