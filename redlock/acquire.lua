@@ -19,7 +19,8 @@
 -- ARGV[6] the fencing state's retention in ms.
 -- ARGV[7] restart detection: "" off; else the node's LASTSAVE as this client
 -- last saw it, or "?" if it cannot rely on one yet (start.lua). With it on,
--- one more KEY follows the locks' own: the trust key (start.lua).
+-- one more KEY follows the locks' own: the trust key (start.lua), and on a
+-- cluster member one more: the slot's owner record (start.lua: owner_key).
 -- Returns {1, token per lock...} when granted, followed by start_info's
 -- fields when the grant must say when its node started (start.lua); {0,
 -- remaining TTL in ms} when refused: the longest among the locks held by
@@ -27,7 +28,7 @@
 -- followed as a grant by start_info's fields. Each grant records its TTL
 -- in its lock (field "ttl", raise_ttl), for clients meeting restarted nodes.
 local n = math.floor(#KEYS / 5)
-trust_key = KEYS[5 * n + 1]
+trust_key, owner_key = KEYS[5 * n + 1], KEYS[5 * n + 2]
 local hold = 'h:' .. ARGV[2]
 
 -- longest is the TTL record this node reports: the longest among the locks,

@@ -25,14 +25,17 @@ func newScriptCall(s *script, keys []string, args ...any) *scriptCall {
 }
 
 // withStart returns a copy of sc whose last argument is last (restart
-// detection, start.lua) and whose last KEY is trust, the trust key.
-func (sc *scriptCall) withStart(last, trust string) *scriptCall {
+// detection, start.lua) and whose last KEYS are start, the records
+// start.lua reads (node.startKeys).
+func (sc *scriptCall) withStart(last string, start []string) *scriptCall {
 	keys := sc.evalsha[2].(int)
-	a := make([]any, 0, len(sc.evalsha)+1)
+	a := make([]any, 0, len(sc.evalsha)+len(start))
 	a = append(a, sc.evalsha[:3+keys]...)
-	a = append(a, trust)
+	for _, k := range start {
+		a = append(a, k)
+	}
 	a = append(a, sc.evalsha[3+keys:]...)
-	a[2], a[len(a)-1] = keys+1, last
+	a[2], a[len(a)-1] = keys+len(start), last
 	return &scriptCall{src: sc.src, evalsha: a}
 }
 

@@ -7,7 +7,8 @@
 -- another owner's lock.
 -- KEYS: per lock, the lock, its fencing counter and its readers — for a
 -- semaphore's permit, which has no readers, its limit record (permit.lua);
--- then, when ARGV[3] is not "", the trust key (start.lua).
+-- then, when ARGV[3] is not "", the trust key and, on a cluster member, the
+-- slot's owner record (start.lua).
 -- ARGV[1] "1" to repair, "0" not to; ARGV[2] the fencing retention in ms;
 -- ARGV[3] restart detection for repairs, as acquire.lua's ARGV[7]; then per
 -- lock: kind ("w" a writer, "r" a reader, "p<limit>" a permit), owner, hold
@@ -88,7 +89,7 @@ local function extend_permit(lock, fence, record, limit, owner, hold, ttl, token
 end
 
 local locks = math.floor(#KEYS / 3)
-trust_key = KEYS[3 * locks + 1]
+trust_key, owner_key = KEYS[3 * locks + 1], KEYS[3 * locks + 2]
 for i = 1, locks do
   local lock, fence, readers, a = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i], 5 * i - 1
   local kind = ARGV[a]

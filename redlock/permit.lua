@@ -6,7 +6,8 @@
 -- then their L fencing counters, then the semaphore's waiters' queue (a
 -- sorted set of owners by ticket), its leases (owners by lease end, server
 -- ms), and its limit record (the limit its holders were granted with); the
--- trust key with restart detection on (start.lua).
+-- trust key with restart detection on, and on a cluster member the slot's
+-- owner record (start.lua).
 -- ARGV[1] owner, ARGV[2] hold id, ARGV[3] TTL in ms, ARGV[4] ticket ("" for
 -- a one-shot attempt, which never queues), ARGV[5] queue lease in ms,
 -- ARGV[6] the fencing state's retention in ms, ARGV[7] the limit L, ARGV[8]
@@ -23,7 +24,7 @@
 -- is written then.
 local L = tonumber(ARGV[7])
 local queue, leases, record = KEYS[2 * L + 1], KEYS[2 * L + 2], KEYS[2 * L + 3]
-trust_key = KEYS[2 * L + 4]
+trust_key, owner_key = KEYS[2 * L + 4], KEYS[2 * L + 5]
 
 -- The limit is the holders': another one is refused while any permit of
 -- the recorded limit is held here.

@@ -2,7 +2,8 @@
 -- and no live writer waits ahead of us — or another hold of our owner
 -- reads here already (a nested reader); otherwise refuse, and wait in line.
 -- KEYS: as acquire.lua's for one lock — the lock, the fencing counter, the
--- waiters' queue, its leases, the readers; the trust key with restart
+-- waiters' queue, its leases, the readers; the trust key (and on a
+-- cluster member the slot's owner record) with restart
 -- detection on (start.lua).
 -- ARGV as acquire.lua's: [1] owner, [2] hold id, [3] TTL in ms, [4] ticket
 -- ("" for a one-shot attempt, which never queues), [5] queue lease in ms,
@@ -23,7 +24,7 @@
 -- Readers record no TTL (start.lua: lease_ttl); a node reports the
 -- writer's, which is what a reader waits for.
 local lock, fence, queue, leases, readers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-trust_key = KEYS[6]
+trust_key, owner_key = KEYS[6], KEYS[7]
 local waiter = 'r:' .. ARGV[1]
 local reader = ARGV[1] .. ' ' .. ARGV[2]
 

@@ -8,8 +8,8 @@
 -- {-2, TTL record in ms} when only the record is; else {uptime in s,
 -- run_id, LASTSAVE, time in s, vouched 1|0, role, TTL record in ms}, or
 -- {-1, why} when the node cannot tell. On a cluster member the first two
--- forms end with the answering server's node ID, and {-3, node ID} stands
--- for nil. LASTSAVE, reset when a node starts (and by each save), costs
+-- forms end with the answering server's node ID and how long it has served
+-- the keys' slot (served_ms), and {-3, node ID, served} stands for nil. LASTSAVE, reset when a node starts (and by each save), costs
 -- next to nothing; the dearer INFO server is asked only when it differs
 -- from what the client last saw.
 -- trust_key is the key of the TrustStart record that covers this script's
@@ -17,6 +17,41 @@
 -- slot), declared in KEYS after the script's own when restart detection is
 -- on; each script sets it. nil: no record is read.
 local trust_key
+
+-- owner_key is, on a cluster member, the record of which primary serves
+-- the keys' slot, and since when: a hash {by = node ID, repl = its
+-- master_replid, since = server ms}, declared in KEYS after the trust key;
+-- nil on a plain master. It never expires (one per slot).
+local owner_key
+
+-- served_ms returns how long, in ms, the server id has served the slot of
+-- owner_key as the primary it is now — the record's age while it names
+-- this server and its replication ID. A replica promoted (CLUSTER FAILOVER,
+-- TAKEOVER) and a restart give the server a new replication ID, a slot
+-- moved here brings another server's record: the record then starts again
+-- from now, or from the process's start for a server that has been a
+-- primary since it started (second_repl_offset -1) and brought no other
+-- server's record. TrustStart writes the record with since 0.
+local function served_ms(id)
+  local repl = redis.pcall('INFO', 'replication')
+  if type(repl) ~= 'string' then return nil, 'INFO replication refused' end
+  local replid = string.match(repl, 'master_replid:(%x+)')
+  if not replid then return nil, 'INFO replication has no master_replid' end
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local rec = redis.call('HMGET', owner_key, 'by', 'repl', 'since')
+  if rec[1] == id and rec[2] == replid and tonumber(rec[3]) then
+    return now - tonumber(rec[3])
+  end
+  local since = now
+  if (not rec[1] or rec[1] == id) and string.match(repl, 'second_repl_offset:(%-?%d+)') == '-1' then
+    local info = redis.pcall('INFO', 'server')
+    local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
+    if up then since = now - up * 1000 end
+  end
+  redis.call('HSET', owner_key, 'by', id, 'repl', replid, 'since', since)
+  return now - since
+end
 
 local function start_info(last, now, longest)
   if last == '' then return nil end
@@ -32,10 +67,16 @@ local function start_info(last, now, longest)
     local at = id ~= '' and string.find(last, id .. ':', 2, true)
     last = at and string.match(last, '^(%d+)', at + #id + 1) or '?'
   end
+  local served
+  if id and owner_key then
+    local why
+    served, why = served_ms(id)
+    if not served then return {-1, why} end
+  end
   local saved = redis.pcall('LASTSAVE')
   if type(saved) == 'number' and tostring(saved) == last then
-    if record then return {-2, longest and longest() or 0, id} end
-    if id then return {-3, id} end
+    if record then return {-2, longest and longest() or 0, id, served} end
+    if id then return {-3, id, served} end
     return nil
   end
   local info = redis.pcall('INFO', 'server')
@@ -55,7 +96,7 @@ local function start_info(last, now, longest)
   -- INFO is being asked anyway ("" if the section cannot be read).
   local repl = redis.pcall('INFO', 'replication')
   local role = type(repl) == 'string' and string.match(repl, 'role:(%a+)') or ''
-  return {tonumber(uptime), run_id, tostring(saved), tostring(now[1]), vouched, role, longest and longest() or 0, id}
+  return {tonumber(uptime), run_id, tostring(saved), tostring(now[1]), vouched, role, longest and longest() or 0, id, served}
 end
 
 -- A lock records in its field "ttl" the longest TTL (ms) among the holds
