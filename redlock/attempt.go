@@ -143,8 +143,8 @@ func (a *acquisition) calls(ticket string) []*scriptCall {
 		s = racquireScript
 	}
 	cfg := &a.cfg
-	return a.perNode(newScriptCall(s, a.kss.acquireKeys(), a.id.owner, a.id.hold,
-		cfg.ttl.Milliseconds(), ticket, cfg.queueLease().Milliseconds(), cfg.retention.Milliseconds(), ""))
+	args := commonArgs(0, a.id.owner, a.id.hold, cfg.ttl, cfg.retention, ticket, cfg.queueLease())
+	return a.perNode(newScriptCall(s, a.kss.scriptKeys(), args...))
 }
 
 // perNode returns an attempt's call base for each node: with restart

@@ -181,8 +181,9 @@ func extendCall(locks []*Lock, group []int, repair bool, last string, start []st
 	if repair {
 		mode = "1"
 	}
-	args := make([]any, 0, 3+5*len(group))
-	args = append(args, mode, locks[0].cfg.retention.Milliseconds(), last)
+	args := commonArgs(1+5*len(group), "", "", 0, locks[0].cfg.retention, "", 0)
+	args[argRestart] = last
+	args = append(args, mode)
 	for _, i := range group {
 		l := locks[i]
 		kind, record := "w", ""

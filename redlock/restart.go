@@ -27,7 +27,7 @@ type startInfo struct {
 	longest      time.Duration // the TTL record of the locks asked (lease_ttl)
 	hasLongest   bool
 	server       string        // the answering server's cluster node ID; "" on a plain master
-	served       time.Duration // how long server has served the keys' slot (start.lua: served_ms)
+	served       time.Duration // how long server has served the keys' slot (prelude.lua: served_ms)
 	hasServed    bool
 }
 
@@ -51,7 +51,7 @@ func infoField(info, name string) string {
 }
 
 // startOf reads the start info of a granting reply of acquire.lua for keys
-// keys: {1, token per key..., start_info...} (start.lua).
+// keys: {1, token per key..., start_info...} (prelude.lua).
 func startOf(reply []any, keys int) startInfo {
 	if len(reply) < 2+keys {
 		return startInfo{}
@@ -59,7 +59,7 @@ func startOf(reply []any, keys int) startInfo {
 	return startFields(reply[1+keys:])
 }
 
-// startFields reads start.lua's start_info: {uptime, run_id, LASTSAVE,
+// startFields reads prelude.lua's start_info: {uptime, run_id, LASTSAVE,
 // time, vouched, role, TTL record}, {-2, TTL record}, or {-1, why} — on a
 // cluster member followed by the answering server's node ID, and {-3, node
 // ID} when nothing else need be said.

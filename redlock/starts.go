@@ -19,11 +19,11 @@ type startState struct {
 	started time.Time // when that process started, on the Client's clock; zero if vouched
 	seen    time.Time // when a reply last reported on it, on the Client's clock
 	// took is the latest time one of its slots was taken over (a failover,
-	// a moved slot: start.lua's served_ms), for anyYoung; zero if none seen.
+	// a moved slot: prelude.lua's served_ms), for anyYoung; zero if none seen.
 	took time.Time
 }
 
-// ownerKey names a cluster slot's owner record (start.lua's
+// ownerKey names a cluster slot's owner record (prelude.lua's
 // owner_key), one per slot, with the slot's hash tag (ownerKeyOf).
 const ownerKey = "quorumlock:slot-owner"
 
@@ -39,7 +39,7 @@ const staleServer = trustTTL
 // lastSaved is the scripts' restart argument for this node: its LASTSAVE
 // as last seen, or "?" while none can be relied on (then every fresh grant
 // reports its start). On a cluster member it is "@" and "id:LASTSAVE,"
-// per server whose LASTSAVE can be relied on: start.lua picks the entry of
+// per server whose LASTSAVE can be relied on: prelude.lua picks the entry of
 // the server that runs it, by CLUSTER MYID.
 func (n *node) lastSaved() string {
 	n.mu.Lock()
@@ -109,7 +109,7 @@ func (n *node) learn(s startInfo, now time.Time) (startState, error) {
 
 // forSlot returns the server's state as it holds for the keys' slot of a
 // reply: on a cluster, a server counts from when it took the slot over
-// (start.lua: served_ms) if that is later than its start — so that a
+// (prelude.lua: served_ms) if that is later than its start — so that a
 // replica promoted, whatever its uptime, or a slot moved to it, sits out
 // the guard as a restarted server does. n.mu is held.
 func (st *startState) forSlot(s startInfo, now time.Time) startState {

@@ -97,7 +97,7 @@ const vouchBatch = 512
 
 // slotRecords returns the trust records of the slots the cluster node node
 // serves, and the owner record that vouches for it there: this server and
-// replication ID since 0 (start.lua: served_ms). A replica promoted later,
+// replication ID since 0 (prelude.lua: served_ms). A replica promoted later,
 // or this server after a failover back to it, has another replication ID.
 func slotRecords(ctx context.Context, node redis.UniversalClient, info string) ([]string, []any, error) {
 	replid := infoField(info, "master_replid")
@@ -141,7 +141,7 @@ func ownSlots(ctx context.Context, node redis.UniversalClient) ([]int, error) {
 	return slots, nil
 }
 
-// startKeys are the records start.lua reads for lock on this node: the
+// startKeys are the records prelude.lua reads for lock on this node: the
 // trust record (trust_key) — TrustKey on a plain master, else its slot's —
 // and on a cluster the slot's owner record (owner_key).
 func (n *node) startKeys(lock string) []string {
