@@ -14,31 +14,45 @@ import (
 
 // BenchmarkShardedMembers compares a lock cycle (TryLock, Unlock) on three
 // single masters with one on three members of three shards each (issue
-// 20), keys spread over every slot. Both run with restart detection off:
-// vouching does not yet cover every shard (docs/SHARDS.md). Besides ns/op
-// it reports the scripts each cycle runs and their server time, summed
-// over every server, and logs the per-shard split: on one machine the
-// shards share its cores, so ns/op says little about real hardware, while
-// server time per lock and its spread over shards say how far a member of
-// k shards scales on k machines.
+// 20), keys spread over every slot, with restart detection off ("off") and
+// at its default, every primary vouched for ("guard": on a cluster member
+// each script then also reads its slot's owner record). Besides ns/op it
+// reports the scripts each cycle runs and their server time, summed over
+// every server, and logs the per-shard split: on one machine the shards
+// share its cores, so ns/op says little about real hardware, while server
+// time per lock and its spread over shards say how far a member of k
+// shards scales on k machines.
 func BenchmarkShardedMembers(b *testing.B) {
-	b.Run("single3", func(b *testing.B) {
-		lab := redislab.Start(b, 3, redislab.WithArgs("--appendfsync", *flagFsync))
-		nodes := lab.Clients(b)
-		stats := func() [][]redislab.ScriptStat { return singleStats(b, nodes) }
-		benchShardCycle(b, nodes, stats)
-	})
-	b.Run("sharded3x3", func(b *testing.B) {
-		lab := redislab.StartShards(b, 3, 3, redislab.WithArgs("--appendfsync", *flagFsync))
-		benchShardCycle(b, lab.ClusterClients(b), func() [][]redislab.ScriptStat { return lab.ScriptStats(b) })
-	})
+	for _, detect := range []string{"off", "guard"} {
+		b.Run("single3/"+detect, func(b *testing.B) {
+			lab := redislab.Start(b, 3, redislab.WithArgs("--appendfsync", *flagFsync))
+			nodes := lab.Clients(b)
+			stats := func() [][]redislab.ScriptStat { return singleStats(b, nodes) }
+			benchShardCycle(b, nodes, detect, stats)
+		})
+		b.Run("sharded3x3/"+detect, func(b *testing.B) {
+			lab := redislab.StartShards(b, 3, 3, redislab.WithArgs("--appendfsync", *flagFsync))
+			benchShardCycle(b, lab.ClusterClients(b), detect, func() [][]redislab.ScriptStat { return lab.ScriptStats(b) })
+		})
+	}
 }
 
 // benchShardCycle runs b.N cycles in parallel over nodes and reports the
 // scripts and server time per cycle that stats (per member, per shard)
-// counted.
-func benchShardCycle(b *testing.B, nodes []redis.UniversalClient, stats func() [][]redislab.ScriptStat) {
-	c, err := redlock.New(nodes, redlock.WithAutoRenew(false), redlock.WithRestartGuard(0), redlock.WithNodeTimeout(time.Second))
+// counted. detect "off" turns restart detection off; else every node is
+// vouched for and the default guard applies.
+func benchShardCycle(b *testing.B, nodes []redis.UniversalClient, detect string, stats func() [][]redislab.ScriptStat) {
+	opts := []redlock.Option{redlock.WithAutoRenew(false), redlock.WithNodeTimeout(time.Second)}
+	if detect == "off" {
+		opts = append(opts, redlock.WithRestartGuard(0))
+	} else {
+		for _, n := range nodes {
+			if err := redlock.TrustStart(context.Background(), n); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	c, err := redlock.New(nodes, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
