@@ -54,11 +54,12 @@ type Lock struct {
 
 // newLock returns the lock a won the round won for, fenced by f, valid
 // until until, with its timers armed; or nil if the Client closed
-// meanwhile. ctx is the acquisition's.
-func (a *acquisition) newLock(ctx context.Context, f fencing, until time.Time, won *quorum.Tally[[]int64]) *Lock {
+// meanwhile. ctx is the acquisition's; permit is the semaphore's permit
+// held, -1 for keys.
+func (a *acquisition) newLock(ctx context.Context, f fencing, until time.Time, won *quorum.Tally[[]int64], permit int) *Lock {
 	c, cfg := a.c, &a.cfg
 	l := &Lock{acquisition: a, tokens: f.tokens, token: slices.Max(f.tokens), until: until, fenced: f.nodes,
-		slot: -1, permit: -1, observed: context.Background()}
+		slot: -1, permit: permit, observed: context.Background()}
 	if len(cfg.observers) > 0 {
 		l.observed = context.WithoutCancel(ctx)
 	}
