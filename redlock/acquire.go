@@ -102,17 +102,16 @@ func (a *acquisition) waitFor(ctx context.Context) (*Lock, error) {
 
 // wait makes attempts, in line, until one succeeds or ctx ends; between
 // attempts it sleeps a backoff, shortened to the holder's remaining lease,
-// or until a release is announced on a channel of its line: every key's,
-// or a semaphore's one.
+// or until a release is announced on its line's channels (line).
 func (a *acquisition) wait(ctx context.Context) (*Lock, error) {
-	c, cfg, line := a.c, &a.cfg, a.line()
+	c, cfg := a.c, &a.cfg
 	w := &waiting{ticket: strconv.FormatInt(cfg.clock.Now().UnixMilli(), 10)}
 	b := cfg.backoff()
 	var wake <-chan struct{}
 	var last error = ErrNotObtained
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, line.giveUp(ctx, w, a.stopped(ctx, err, last))
+			return nil, a.giveUp(ctx, w, a.stopped(ctx, err, last))
 		}
 		l, hint, err := a.attempt(ctx, w)
 		if err == nil { // the holder keeps its place in line until Unlock takes it out
@@ -121,12 +120,12 @@ func (a *acquisition) wait(ctx context.Context) (*Lock, error) {
 		// Waiting cannot help an attempt that failed for another reason
 		// than the quorum, nor one that too many nodes fail for good.
 		if !errors.Is(err, ErrNotObtained) || hopeless(err) {
-			return nil, line.giveUp(ctx, w, err)
+			return nil, a.giveUp(ctx, w, err)
 		}
 		last = err
 		if wake == nil {
 			var stop func()
-			wake, stop = c.bell.listen(line.kss.channels(), a.id.waiter())
+			wake, stop = c.bell.listen(a.line().channels(), a.id.waiter())
 			defer stop()
 			w.queued = true
 		}
@@ -135,7 +134,7 @@ func (a *acquisition) wait(ctx context.Context) (*Lock, error) {
 			delay = hint
 		}
 		if err := c.sleep(ctx, cfg.clock, delay, wake); err != nil {
-			return nil, line.giveUp(ctx, w, a.stopped(ctx, err, last))
+			return nil, a.giveUp(ctx, w, a.stopped(ctx, err, last))
 		}
 	}
 }

@@ -26,8 +26,13 @@ type acquisition struct {
 	kss  keysets  // their names on the nodes, in the same order
 	id   identity // one owner for every attempt, so that a late grant is ours
 
-	limit  int // a semaphore's limit (Acquire); 0 for keys
-	prefer int // the permit a semaphore's next round tries first
+	op string // "lock", or "acquire" for a semaphore: errors and observers
+
+	// A semaphore's (Acquire): its limit (0 for keys), the permit its next
+	// round tries first, and when its round is decided (nil: won or lost).
+	limit  int
+	prefer int
+	decide func(*quorum.Tally[[]int64]) bool
 
 	gr *guardRound // one attempt's records of the TTLs in use (guard.go)
 }
@@ -50,7 +55,7 @@ func (c *Client) newAcquisition(ctx context.Context, keys []string, opts []Optio
 		return nil, ErrClosed
 	}
 	return &acquisition{c: c, cfg: cfg, keys: keys, key: strings.Join(keys, ","),
-		kss: newKeysets(cfg.prefix, keys), id: cfg.identity(kind)}, nil
+		kss: newKeysets(cfg.prefix, keys), id: cfg.identity(kind), op: "lock"}, nil
 }
 
 // withHold returns a copy of a for one attempt, under a hold of its own:
@@ -84,7 +89,7 @@ func (a *acquisition) attempt(ctx context.Context, w *waiting) (*Lock, time.Dura
 	decided := make(chan struct{})
 	var l *Lock
 	r := round[[]int64](c, cfg)
-	r.Decided = at.gr.decided(a.decides())
+	r.Decided = at.gr.decided(a.decide)
 	r.Late = func(n int, v quorum.Vote[[]int64]) {
 		<-decided
 		at.late(n, v, l, w)
@@ -100,10 +105,13 @@ func (a *acquisition) attempt(ctx context.Context, w *waiting) (*Lock, time.Dura
 	// A lock with less validity left than the loss margin would be declared
 	// lost at once: the attempt fails instead.
 	usable := until.Add(-cfg.lossMargin())
-	nodeFailures(ctx, at, a.op(), &t)
-	permit, won := a.winner(&t)
+	nodeFailures(ctx, at, a.op, &t)
+	permit, won, held := -1, t, at // keys: every grant holds them all
+	if a.limit > 0 {
+		permit, won = a.winner(&t)
+		held = at.on(at.kss[permit : permit+1])
+	}
 	if won.Won() && cfg.clock.Now().Before(usable) {
-		held := at.onPermit(permit)
 		if f, ok := held.fence(ctx, &won); ok && cfg.clock.Now().Before(usable) {
 			l = held.newLock(ctx, f, until, &won, permit)
 		}
@@ -130,7 +138,7 @@ func (a *acquisition) late(n int, v quorum.Vote[[]int64], l *Lock, w *waiting) {
 		} else if w.gone.Load() {
 			// The refusal put the owner back in n's line after Lock gave
 			// up: a stale first in line there would refuse everyone.
-			a.line().leaveOn(n)
+			a.leaveOn(n)
 		}
 	case l.answered(n):
 		// Unlock skipped n while its call ran: release it now — a late
@@ -160,15 +168,7 @@ func (a *acquisition) failed(ctx context.Context, t *quorum.Tally[[]int64], won 
 	if recorded, ok := limitRefusal(t); ok {
 		return 0, invalid("semaphore %s is held with limit %d, not %d", shortKey(a.key), recorded, a.limit)
 	}
-	return retryHint(t), quorumError(c, a.op(), a.key, ErrNotObtained, t)
-}
-
-// op names an acquisition in errors: "lock", or "acquire" for a semaphore.
-func (a *acquisition) op() string {
-	if a.limit > 0 {
-		return "acquire"
-	}
-	return "lock"
+	return retryHint(t), quorumError(c, a.op, a.key, ErrNotObtained, t)
 }
 
 // ask sends an attempt's call sc to node n and returns the reply. With

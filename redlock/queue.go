@@ -52,10 +52,11 @@ func (a *acquisition) leaveOn(n int) {
 }
 
 func (a *acquisition) leaveCall() *scriptCall {
-	args := make([]any, 0, 1+len(a.kss))
+	kss := a.line()
+	args := make([]any, 0, 1+len(kss))
 	args = append(args, a.id.waiter())
-	for _, k := range a.kss {
+	for _, k := range kss {
 		args = append(args, k.Channel)
 	}
-	return newScriptCall(leaveScript, a.kss.leaveKeys(), args...)
+	return newScriptCall(leaveScript, kss.leaveKeys(), args...)
 }

@@ -99,7 +99,7 @@ func (c *Client) newPermitAcquisition(ctx context.Context, name string, limit in
 	for i := range a.kss {
 		a.kss[i] = PermitKeys(a.cfg.prefix, name, i)
 	}
-	a.limit, a.prefer = limit, rand.IntN(limit)
+	a.op, a.limit, a.prefer, a.decide = "acquire", limit, rand.IntN(limit), permitDecided
 	return a, nil
 }
 
@@ -123,15 +123,6 @@ func (a *acquisition) permitCalls(ticket string) []*scriptCall {
 		cfg.queueLease().Milliseconds(), cfg.retention.Milliseconds(), a.limit, a.prefer,
 		permitBase(cfg.prefix, a.key)+":permit:", "")
 	return a.perNode(base)
-}
-
-// decides returns how a's rounds end: for a semaphore permitDecided, for
-// keys nil (won or lost).
-func (a *acquisition) decides() func(*quorum.Tally[[]int64]) bool {
-	if a.limit == 0 {
-		return nil
-	}
-	return permitDecided
 }
 
 // permitDecided ends a round once one permit has a majority of grants, or
@@ -167,11 +158,8 @@ func mostGranted(t *quorum.Tally[[]int64]) (permit int, ok bool) {
 
 // winner returns the permit granted most, and the round's tally as that
 // permit's: a grant of another permit counts as a failure there. The next
-// round tries that permit first. For keys it returns -1 and t.
+// round tries that permit first.
 func (a *acquisition) winner(t *quorum.Tally[[]int64]) (int, quorum.Tally[[]int64]) {
-	if a.limit == 0 {
-		return -1, *t
-	}
 	permit, ok := mostGranted(t)
 	if ok {
 		a.prefer = permit // where the next round most likely agrees
@@ -191,10 +179,11 @@ func (a *acquisition) winner(t *quorum.Tally[[]int64]) (int, quorum.Tally[[]int6
 // semaphore the permit it granted, or — a vote not granted may have left
 // any — all of them; for keys, a itself.
 func (a *acquisition) grantedOn(v quorum.Vote[[]int64]) *acquisition {
-	if v.Outcome == quorum.Granted {
-		return a.onPermit(a.permitOf(v))
+	if a.limit == 0 || v.Outcome != quorum.Granted {
+		return a
 	}
-	return a
+	p := a.permitOf(v)
+	return a.on(a.kss[p : p+1])
 }
 
 // permitOf is the permit granted by v, a grant, or -1 for keys.
@@ -205,21 +194,13 @@ func (a *acquisition) permitOf(v quorum.Vote[[]int64]) int {
 	return int(v.Value[votePermit])
 }
 
-// onPermit is a on permit p alone, or a itself for p = -1 (keys).
-func (a *acquisition) onPermit(p int) *acquisition {
-	if p < 0 {
-		return a
-	}
-	return a.on(a.kss[p : p+1])
-}
-
-// line is a on the waiters' line it stands in: a semaphore's is the name's,
-// shared by every permit (its first permit's names); keys' is a itself.
-func (a *acquisition) line() *acquisition {
+// line is the names of a's waiters' line: every key's, or a semaphore's
+// one, shared by every permit (its first permit's names).
+func (a *acquisition) line() keysets {
 	if a.limit == 0 {
-		return a
+		return a.kss
 	}
-	return a.on(a.kss[:1])
+	return a.kss[:1]
 }
 
 // errLimit marks a node's refusal because its holders have another limit.
