@@ -75,14 +75,9 @@ func (a *acquisition) on(kss keysets) *acquisition {
 	return &at
 }
 
-// attempt runs one round, in line as w says (a zero w for a one-shot
-// attempt, which does not queue), for keys and semaphores alike. On failure
-// it also returns the shortest remaining lease among the refusals (0 if
-// none) as a retry hint.
-//
-// For LockMany each node's script takes every key or none, so the round is
-// that of one lock. For a semaphore each node grants a free permit, and the
-// permit a majority granted is held (winner).
+// attempt runs one round for a's keys, or one permit of a semaphore, in line
+// as w says (a zero w: one-shot, not queued). On failure it also returns the
+// shortest remaining lease among the refusals (0 if none) as a retry hint.
 func (a *acquisition) attempt(ctx context.Context, w *waiting) (*Lock, time.Duration, error) {
 	at := a.withHold()
 	c, cfg := a.c, &a.cfg

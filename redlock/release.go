@@ -43,12 +43,9 @@ func (l *Lock) release(ctx context.Context) quorum.Tally[int64] {
 	})
 }
 
-// undo drops attempt a's hold on every node that did not refuse it (a
-// refusal proves the key holds another owner's value, so ours is not there)
-// — failed nodes included: their write may have landed — except a
-// semaphore's grants of permit keep (-1: keep none). A node whose call is
-// still running is undone when it answers (the attempt's Late), so that
-// the undo cannot land before the write.
+// undo drops attempt a's hold on every node that did not refuse it, failed
+// ones included, except a semaphore's grants of permit keep (-1: none). A
+// node still running is undone by Late when it answers, never before.
 func (a *acquisition) undo(ctx context.Context, t *quorum.Tally[[]int64], keep int) {
 	r := round[int64](a.c, &a.cfg)
 	r.Decided = func(*quorum.Tally[int64]) bool { return false }
