@@ -27,18 +27,18 @@ func (c *Client) tryLock(ctx context.Context, keys []string, opts []Option, kind
 	if err != nil {
 		return nil, err
 	}
-	return a.tryOnce(ctx, a.attempt)
+	return a.tryOnce(ctx)
 }
 
-// tryOnce makes one attempt by attempt, told to the observers, and ends the
-// call newAcquisition counted.
-func (a *acquisition) tryOnce(ctx context.Context, attempt func(context.Context, *waiting) (*Lock, time.Duration, error)) (*Lock, error) {
+// tryOnce makes one attempt, told to the observers, and ends the call
+// newAcquisition counted.
+func (a *acquisition) tryOnce(ctx context.Context) (*Lock, error) {
 	defer a.c.end()
 	if err := ctx.Err(); err != nil {
 		return nil, a.stopped(ctx, err, ErrNotObtained)
 	}
 	ctx, done := a.c.observe(ctx, &a.cfg, a.key, false)
-	l, _, err := attempt(ctx, &waiting{})
+	l, _, err := a.attempt(ctx, &waiting{})
 	done(l, err)
 	return l, err
 }
@@ -81,12 +81,13 @@ func (c *Client) lock(ctx context.Context, keys []string, opts []Option, kind ho
 	if err != nil {
 		return nil, err
 	}
-	return a.waitFor(ctx, a.wait)
+	return a.waitFor(ctx)
 }
 
-// waitFor runs wait, told to the observers and bounded by the maximum wait
-// when ctx has no deadline, and ends the call newAcquisition counted.
-func (a *acquisition) waitFor(ctx context.Context, wait func(context.Context) (*Lock, error)) (*Lock, error) {
+// waitFor makes attempts until one succeeds or ctx ends (wait), told to the
+// observers and bounded by the maximum wait when ctx has no deadline, and
+// ends the call newAcquisition counted.
+func (a *acquisition) waitFor(ctx context.Context) (*Lock, error) {
 	defer a.c.end()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -94,21 +95,15 @@ func (a *acquisition) waitFor(ctx context.Context, wait func(context.Context) (*
 		defer cancel()
 	}
 	ctx, done := a.c.observe(ctx, &a.cfg, a.key, true)
-	l, err := wait(ctx)
+	l, err := a.wait(ctx)
 	done(l, err)
 	return l, err
 }
 
-// wait makes attempts, in line on each key, until one succeeds or ctx
-// ends. A waiter for several keys listens on every key's channel.
+// wait makes attempts, in line, until one succeeds or ctx ends; between
+// attempts it sleeps a backoff, shortened to the holder's remaining lease,
+// or until a release is announced on its line's channels (line).
 func (a *acquisition) wait(ctx context.Context) (*Lock, error) {
-	return a.waitWith(ctx, a.kss.channels(), a.attempt)
-}
-
-// waitWith makes attempts by try, in line, until one succeeds or ctx ends;
-// between attempts it sleeps a backoff, shortened to the holder's remaining
-// lease, or until a release is announced on one of channels.
-func (a *acquisition) waitWith(ctx context.Context, channels []string, try func(context.Context, *waiting) (*Lock, time.Duration, error)) (*Lock, error) {
 	c, cfg := a.c, &a.cfg
 	w := &waiting{ticket: strconv.FormatInt(cfg.clock.Now().UnixMilli(), 10)}
 	b := cfg.backoff()
@@ -118,7 +113,7 @@ func (a *acquisition) waitWith(ctx context.Context, channels []string, try func(
 		if err := ctx.Err(); err != nil {
 			return nil, a.giveUp(ctx, w, a.stopped(ctx, err, last))
 		}
-		l, hint, err := try(ctx, w)
+		l, hint, err := a.attempt(ctx, w)
 		if err == nil { // the holder keeps its place in line until Unlock takes it out
 			return l, nil
 		}
@@ -130,7 +125,7 @@ func (a *acquisition) waitWith(ctx context.Context, channels []string, try func(
 		last = err
 		if wake == nil {
 			var stop func()
-			wake, stop = c.bell.listen(channels, a.id.waiter())
+			wake, stop = c.bell.listen(a.line().channels(), a.id.waiter())
 			defer stop()
 			w.queued = true
 		}
@@ -200,23 +195,4 @@ func (id identity) waiter() string {
 		return readerMark + id.owner
 	}
 	return id.owner
-}
-
-// enter checks ctx and keys and applies opts over the Client's defaults,
-// then counts the call in flight; on success the caller must call c.end.
-func (c *Client) enter(ctx context.Context, keys []string, opts []Option) (config, error) {
-	if ctx == nil {
-		return config{}, errNilContext
-	}
-	if err := c.checkKeys(keys); err != nil {
-		return config{}, err
-	}
-	cfg, err := c.cfg.with(opts)
-	if err != nil {
-		return config{}, err
-	}
-	if !c.begin() {
-		return config{}, ErrClosed
-	}
-	return cfg, nil
 }

@@ -26,21 +26,36 @@ type acquisition struct {
 	kss  keysets  // their names on the nodes, in the same order
 	id   identity // one owner for every attempt, so that a late grant is ours
 
-	limit int // a semaphore's limit (Acquire); 0 for keys
+	op string // "lock", or "acquire" for a semaphore: errors and observers
+
+	// A semaphore's (Acquire): its limit (0 for keys), the permit its next
+	// round tries first, and when its round is decided (nil: won or lost).
+	limit  int
+	prefer int
+	decide func(*quorum.Tally[[]int64]) bool
 
 	gr *guardRound // one attempt's records of the TTLs in use (guard.go)
 }
 
-// newAcquisition checks ctx and keys and applies opts over the Client's
-// defaults, then counts the call in flight; on success the caller must call
+// newAcquisition checks ctx and keys, applies opts over the Client's
+// defaults and counts the call in flight; on success the caller must call
 // c.end.
 func (c *Client) newAcquisition(ctx context.Context, keys []string, opts []Option, kind holdKind) (*acquisition, error) {
-	cfg, err := c.enter(ctx, keys, opts)
+	if ctx == nil {
+		return nil, errNilContext
+	}
+	if err := c.checkKeys(keys); err != nil {
+		return nil, err
+	}
+	cfg, err := c.cfg.with(opts)
 	if err != nil {
 		return nil, err
 	}
+	if !c.begin() {
+		return nil, ErrClosed
+	}
 	return &acquisition{c: c, cfg: cfg, keys: keys, key: strings.Join(keys, ","),
-		kss: newKeysets(cfg.prefix, keys), id: cfg.identity(kind)}, nil
+		kss: newKeysets(cfg.prefix, keys), id: cfg.identity(kind), op: "lock"}, nil
 }
 
 // withHold returns a copy of a for one attempt, under a hold of its own:
@@ -60,66 +75,95 @@ func (a *acquisition) on(kss keysets) *acquisition {
 	return &at
 }
 
-// attempt runs one acquisition round, in line as w says (a zero w for a
-// one-shot attempt, which does not queue). On failure it returns the
-// holder's shortest remaining lease among the refusals (0 if none) as a
-// retry hint.
-//
-// a.kss has one keyset per key: several for LockMany, whose script takes
-// all of them or none on each node, so the whole round is that of one lock.
+// attempt runs one round for a's keys, or one permit of a semaphore, in line
+// as w says (a zero w: one-shot, not queued). On failure it also returns the
+// shortest remaining lease among the refusals (0 if none) as a retry hint.
 func (a *acquisition) attempt(ctx context.Context, w *waiting) (*Lock, time.Duration, error) {
-	a = a.withHold()
+	at := a.withHold()
 	c, cfg := a.c, &a.cfg
 	decided := make(chan struct{})
 	var l *Lock
 	r := round[[]int64](c, cfg)
-	r.Decided = a.gr.decided(nil)
+	r.Decided = at.gr.decided(a.decide)
 	r.Late = func(n int, v quorum.Vote[[]int64]) {
 		<-decided
-		switch {
-		case l == nil: // the attempt failed; undo skipped n while its call ran
-			if v.Outcome != quorum.Refused {
-				a.releaseOn(n, undoHold, nil)
-			} else if w.gone.Load() {
-				// The refusal put the owner back in n's line after Lock gave
-				// up: a stale first in line there would refuse everyone.
-				a.leaveOn(n)
-			}
-		case l.answered(n):
-			// Unlock skipped n while its call ran: release it now — a late
-			// refusal too, since it put the owner in n's waiters' queue, and
-			// a stale first in line there would refuse everyone else.
-			a.releaseOn(n, l.releaseKind(), l.tokens)
-		} // otherwise Unlock, still to come, covers n
+		at.late(n, v, l, w)
 	}
-	calls := a.calls(w.ticket)
+	calls := at.calls(w.ticket)
 	start := cfg.clock.Now()
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[[]int64] {
-		reply, err := a.ask(ctx, n, calls[n])
-		return a.vote(n, len(a.kss), reply, err)
+		reply, err := at.ask(ctx, n, calls[n])
+		return at.vote(n, reply, err)
 	})
-	a.resolveGuard(&t)
+	at.resolveGuard(&t)
 	until := clock.Validity(start, cfg.ttl, cfg.driftFactor)
 	// A lock with less validity left than the loss margin would be declared
 	// lost at once: the attempt fails instead.
 	usable := until.Add(-cfg.lossMargin())
-	nodeFailures(ctx, a, "lock", &t)
-	if t.Won() && cfg.clock.Now().Before(usable) {
-		if f, ok := a.fence(ctx, &t); ok && cfg.clock.Now().Before(usable) {
-			l = a.newLock(ctx, f, until, &t)
+	nodeFailures(ctx, at, a.op, &t)
+	permit, won, held := -1, t, at // keys: every grant holds them all
+	if a.limit > 0 {
+		permit, won = a.winner(&t)
+		held = at.on(at.kss[permit : permit+1])
+	}
+	if won.Won() && cfg.clock.Now().Before(usable) {
+		if f, ok := held.fence(ctx, &won); ok && cfg.clock.Now().Before(usable) {
+			l = held.newLock(ctx, f, until, &won, permit)
 		}
 	}
 	close(decided)
-	if l != nil {
-		return l, 0, nil
+	if l == nil {
+		hint, err := at.failed(ctx, &t, won.Won())
+		return nil, hint, err
 	}
+	if permit >= 0 { // a semaphore's grants of other permits
+		c.spawn(func() { at.undo(ctx, &t, permit) })
+	}
+	return l, 0, nil
+}
+
+// late handles node n's answer v to attempt a, which came after the round
+// was decided; l is the Lock the attempt won, nil if it failed.
+func (a *acquisition) late(n int, v quorum.Vote[[]int64], l *Lock, w *waiting) {
+	on := a.grantedOn(v)
+	switch {
+	case l == nil: // the attempt failed; undo skipped n while its call ran
+		if v.Outcome != quorum.Refused {
+			on.releaseOn(n, undoHold, nil)
+		} else if w.gone.Load() {
+			// The refusal put the owner back in n's line after Lock gave
+			// up: a stale first in line there would refuse everyone.
+			a.leaveOn(n)
+		}
+	case l.answered(n):
+		// Unlock skipped n while its call ran: release it now — a late
+		// refusal too, since it put the owner in n's waiters' queue, and
+		// a stale first in line there would refuse everyone else.
+		tokens := l.tokens
+		if l.permit >= 0 {
+			tokens = nil // a permit raises no counter here: on may be every permit
+		}
+		on.releaseOn(n, l.releaseKind(), tokens)
+	case v.Outcome == quorum.Granted && a.permitOf(v) != l.permit:
+		on.releaseOn(n, undoHold, nil) // a semaphore's other permit
+	} // otherwise Unlock, still to come, covers n
+}
+
+// failed ends attempt a, which won no Lock, with tally t: it undoes a's
+// grants in the background and returns the retry hint and the error; won
+// says the round was won all the same.
+func (a *acquisition) failed(ctx context.Context, t *quorum.Tally[[]int64], won bool) (time.Duration, error) {
+	c := a.c
 	if t.Count(quorum.Refused) < len(t.Votes) {
-		c.spawn(func() { a.undo(ctx, &t) })
+		c.spawn(func() { a.undo(ctx, t, -1) })
 	}
-	if t.Won() && c.isClosed() { // won, but the Client closed meanwhile
-		return nil, 0, ErrClosed
+	if won && c.isClosed() { // won, but the Client closed meanwhile
+		return 0, ErrClosed
 	}
-	return nil, retryHint(&t), quorumError(c, "lock", a.key, ErrNotObtained, &t)
+	if recorded, ok := limitRefusal(t); ok {
+		return 0, invalid("semaphore %s is held with limit %d, not %d", shortKey(a.key), recorded, a.limit)
+	}
+	return retryHint(t), quorumError(c, a.op, a.key, ErrNotObtained, t)
 }
 
 // ask sends an attempt's call sc to node n and returns the reply. With
@@ -135,9 +179,12 @@ func (a *acquisition) ask(ctx context.Context, n int, sc *scriptCall) ([]any, er
 }
 
 // calls returns each node's acquire.lua call — racquire.lua's for a
-// reader: with restart detection on, each carries the node's LASTSAVE as
-// this Client last saw it.
+// reader, permit.lua's for a semaphore: with restart detection on, each
+// carries the node's LASTSAVE as this Client last saw it.
 func (a *acquisition) calls(ticket string) []*scriptCall {
+	if a.limit > 0 {
+		return a.permitCalls(ticket)
+	}
 	s := acquireScript
 	if a.id.kind == reader {
 		s = racquireScript
@@ -168,12 +215,17 @@ func (a *acquisition) perNode(base *scriptCall) []*scriptCall {
 	return calls
 }
 
-// vote reads node n's reply to acquire.lua (or a script replying alike),
-// whose grants carry per values: a grant's value is the token of each key
-// (a semaphore's, the token and the permit); a refusal's, the holder's
-// remaining lease.
-func (a *acquisition) vote(n, per int, reply []any, err error) quorum.Vote[[]int64] {
-	keys := per
+// vote reads node n's reply to a's call: a grant's value is the token of
+// each key (a semaphore's, the token and the permit); a refusal's, the
+// holder's remaining lease.
+func (a *acquisition) vote(n int, reply []any, err error) quorum.Vote[[]int64] {
+	keys := len(a.kss)
+	if a.limit > 0 {
+		if v, ok := limitVote(reply, err); ok {
+			return v
+		}
+		keys = 2
+	}
 	a.c.nodes[n].cause.record(err)
 	if err != nil {
 		return quorum.Vote[[]int64]{Outcome: quorum.Failed, Err: replicaError(err)}

@@ -52,13 +52,12 @@ type Lock struct {
 	slot int       // index in the schedule; -1 when not scheduled
 }
 
-// newLock returns the lock a won the round won for, fenced by f, valid
-// until until, with its timers armed; or nil if the Client closed
-// meanwhile. ctx is the acquisition's.
-func (a *acquisition) newLock(ctx context.Context, f fencing, until time.Time, won *quorum.Tally[[]int64]) *Lock {
+// newLock returns the Lock of won for a, fenced by f, valid until until,
+// holding permit (-1 for keys), its timers armed; nil if the Client closed.
+func (a *acquisition) newLock(ctx context.Context, f fencing, until time.Time, won *quorum.Tally[[]int64], permit int) *Lock {
 	c, cfg := a.c, &a.cfg
 	l := &Lock{acquisition: a, tokens: f.tokens, token: slices.Max(f.tokens), until: until, fenced: f.nodes,
-		slot: -1, permit: -1, observed: context.Background()}
+		slot: -1, permit: permit, observed: context.Background()}
 	if len(cfg.observers) > 0 {
 		l.observed = context.WithoutCancel(ctx)
 	}

@@ -52,14 +52,15 @@ func (a *acquisition) leaveOn(n int) {
 }
 
 func (a *acquisition) leaveCall() *scriptCall {
+	kss := a.line()
 	kind := ""
 	if a.id.kind == reader {
 		kind = "r"
 	}
-	args := commonArgs(1+len(a.kss), a.id.owner, "", 0, 0, "", 0)
+	args := commonArgs(1+len(kss), a.id.owner, "", 0, 0, "", 0)
 	args = append(args, kind)
-	for _, k := range a.kss {
+	for _, k := range kss {
 		args = append(args, k.Channel)
 	}
-	return newScriptCall(leaveScript, a.kss.scriptKeys(), args...)
+	return newScriptCall(leaveScript, kss.scriptKeys(), args...)
 }

@@ -43,20 +43,19 @@ func (l *Lock) release(ctx context.Context) quorum.Tally[int64] {
 	})
 }
 
-// undo drops a failed attempt's hold on every node that did not refuse it
-// (a refusal proves the key holds another owner's value, so ours is not
-// there) — failed nodes included: their write may have landed. A node whose
-// call is still running is undone when it answers (the attempt's Late), so
-// that the undo cannot land before the write.
-func (a *acquisition) undo(ctx context.Context, t *quorum.Tally[[]int64]) {
+// undo drops attempt a's hold on every node that did not refuse it, failed
+// ones included, except a semaphore's grants of permit keep (-1: none). A
+// node still running is undone by Late when it answers, never before.
+func (a *acquisition) undo(ctx context.Context, t *quorum.Tally[[]int64], keep int) {
 	r := round[int64](a.c, &a.cfg)
 	r.Decided = func(*quorum.Tally[int64]) bool { return false }
-	sc := a.releaseCall(undoHold, nil)
 	r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[int64] {
-		if t.Votes[n].Outcome == quorum.Refused || t.Abandoned(n) {
+		v := t.Votes[n]
+		kept := keep >= 0 && v.Outcome == quorum.Granted && a.permitOf(v) == keep
+		if v.Outcome == quorum.Refused || t.Abandoned(n) || kept {
 			return quorum.Vote[int64]{Outcome: quorum.Refused}
 		}
-		return releaseVote(a.c.exec(ctx, n, sc).Int64())
+		return releaseVote(a.c.exec(ctx, n, a.grantedOn(v).releaseCall(undoHold, nil)).Int64())
 	})
 }
 

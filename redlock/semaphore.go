@@ -7,9 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"time"
 
-	"github.com/seed818c56a1/quorumlock/clock"
 	"github.com/seed818c56a1/quorumlock/quorum"
 )
 
@@ -36,15 +34,11 @@ const MaxLimit = 1024
 // Acquire also refuses, with ErrInvalid and nothing sent, an empty or long
 // name and a limit outside [1, MaxLimit].
 func (c *Client) Acquire(ctx context.Context, name string, limit int, opts ...Option) (*Lock, error) {
-	a, err := c.enterPermit(ctx, name, limit, opts)
+	a, err := c.newPermitAcquisition(ctx, name, limit, opts)
 	if err != nil {
 		return nil, err
 	}
-	// The line is the name's: its queue and channel are every permit's.
-	line := a.on(a.kss[:1])
-	return a.waitFor(ctx, func(ctx context.Context) (*Lock, error) {
-		return line.waitWith(ctx, []string{line.kss[0].Channel}, a.attempt)
-	})
+	return a.waitFor(ctx)
 }
 
 // TryAcquire makes one attempt to take one of limit permits of name and
@@ -52,11 +46,11 @@ func (c *Client) Acquire(ctx context.Context, name string, limit int, opts ...Op
 // callers wait for name it takes a free permit only if there are more free
 // permits than waiters. It refuses the input Acquire refuses.
 func (c *Client) TryAcquire(ctx context.Context, name string, limit int, opts ...Option) (*Lock, error) {
-	a, err := c.enterPermit(ctx, name, limit, opts)
+	a, err := c.newPermitAcquisition(ctx, name, limit, opts)
 	if err != nil {
 		return nil, err
 	}
-	return a.tryOnce(ctx, a.attempt)
+	return a.tryOnce(ctx)
 }
 
 // checkLimit refuses a semaphore's bad limit (its name is checked as a key).
@@ -91,17 +85,9 @@ func LimitKey(prefix, name string) string { return permitBase(prefix, name) + ":
 
 func permitBase(prefix, name string) string { return prefix + "{" + hashTag(name) + "}" }
 
-// A permitAcquisition is one Acquire or TryAcquire of a permit of a
-// semaphore: an acquisition of the name, whose names on the nodes are every
-// permit's, and what its rounds share besides.
-type permitAcquisition struct {
-	*acquisition     // its limit is the semaphore's
-	prefer       int // the permit each round tries first
-}
-
-// enterPermit checks a semaphore's input and applies opts, then counts the
-// call in flight; on success the caller must call c.end.
-func (c *Client) enterPermit(ctx context.Context, name string, limit int, opts []Option) (*permitAcquisition, error) {
+// newPermitAcquisition is newAcquisition for a permit of the semaphore
+// name: its names on the nodes are every permit's, in order.
+func (c *Client) newPermitAcquisition(ctx context.Context, name string, limit int, opts []Option) (*acquisition, error) {
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
@@ -113,87 +99,19 @@ func (c *Client) enterPermit(ctx context.Context, name string, limit int, opts [
 	for i := range a.kss {
 		a.kss[i] = PermitKeys(a.cfg.prefix, name, i)
 	}
-	a.limit = limit
-	return &permitAcquisition{acquisition: a, prefer: rand.IntN(limit)}, nil
+	a.op, a.limit, a.prefer, a.decide = "acquire", limit, rand.IntN(limit), permitDecided
+	return a, nil
 }
 
-// votePermit is where a permit.lua grant's vote holds the permit: its
-// Value is {token, permit} (a refusal's, {shortest remaining lease}).
+// votePermit is the index of the permit in a permit.lua grant's Value
+// {token, permit}; a refusal's Value is {shortest remaining lease}.
 const votePermit = 1
 
-// attempt runs one round: each node grants a free permit — the first from
-// pa.prefer, so that nodes in one state pick the same — and the permit a
-// majority granted is held; grants of other permits are undone. It returns
-// the retry hint as acquisition.attempt does.
-func (pa *permitAcquisition) attempt(ctx context.Context, w *waiting) (*Lock, time.Duration, error) {
-	a := pa.withHold()
-	c, cfg := a.c, &a.cfg
-	decided := make(chan struct{})
-	var l *Lock
-	r := round[[]int64](c, cfg)
-	r.Decided = a.gr.decided(permitDecided)
-	r.Late = func(n int, v quorum.Vote[[]int64]) {
-		<-decided
-		switch {
-		case l == nil:
-			if v.Outcome != quorum.Refused {
-				grantedOn(a, v).releaseOn(n, undoHold, nil)
-			} else if w.gone.Load() {
-				a.on(a.kss[:1]).leaveOn(n)
-			}
-		case l.answered(n):
-			grantedOn(a, v).releaseOn(n, l.releaseKind(), nil)
-		case v.Outcome == quorum.Granted && int(v.Value[votePermit]) != l.permit:
-			grantedOn(a, v).releaseOn(n, undoHold, nil) // another permit than the one held
-		} // otherwise Unlock, still to come, covers n
-	}
-	calls := pa.calls(a, w.ticket)
-	start := cfg.clock.Now()
-	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[[]int64] {
-		reply, err := a.ask(ctx, n, calls[n])
-		if v, ok := limitVote(reply, err); ok {
-			return v
-		}
-		return a.vote(n, 2, reply, err)
-	})
-	a.resolveGuard(&t)
-	until := clock.Validity(start, cfg.ttl, cfg.driftFactor)
-	usable := until.Add(-cfg.lossMargin())
-	nodeFailures(ctx, a, "acquire", &t)
-	permit, won := winner(&t)
-	if won.Won() && cfg.clock.Now().Before(usable) {
-		held := a.on(a.kss[permit : permit+1])
-		if f, ok := held.fence(ctx, &won); ok && cfg.clock.Now().Before(usable) {
-			l = held.newLock(ctx, f, until, &won)
-			if l != nil {
-				l.permit = permit
-			}
-		}
-	}
-	close(decided)
-	if l != nil {
-		c.spawn(func() { pa.undoOthers(ctx, a, &t, permit) })
-		return l, 0, nil
-	}
-	if next, ok := mostGranted(&t); ok {
-		pa.prefer = next // where the next round most likely agrees
-	}
-	if t.Count(quorum.Refused) < len(t.Votes) {
-		c.spawn(func() { pa.undoOthers(ctx, a, &t, -1) })
-	}
-	if won.Won() && c.isClosed() {
-		return nil, 0, ErrClosed
-	}
-	if recorded, ok := limitRefusal(&t); ok {
-		return nil, 0, invalid("semaphore %s is held with limit %d, not %d", shortKey(a.key), recorded, pa.limit)
-	}
-	return nil, retryHint(&t), quorumError(c, "acquire", a.key, ErrNotObtained, &t)
-}
-
-// calls returns each node's permit.lua call for attempt a.
-func (pa *permitAcquisition) calls(a *acquisition, ticket string) []*scriptCall {
+// permitCalls returns each node's permit.lua call: every node grants a free
+// permit, the first from a.prefer, so that nodes in one state pick the same.
+func (a *acquisition) permitCalls(ticket string) []*scriptCall {
 	cfg := &a.cfg
-	keys := make([]string, 0, 2*pa.limit+3)
+	keys := make([]string, 0, 2*a.limit+3)
 	for _, p := range a.kss {
 		keys = append(keys, p.Lock)
 	}
@@ -202,7 +120,7 @@ func (pa *permitAcquisition) calls(a *acquisition, ticket string) []*scriptCall 
 	}
 	keys = append(keys, a.kss[0].Queue, a.kss[0].Leases, LimitKey(cfg.prefix, a.key))
 	args := commonArgs(3, a.id.owner, a.id.hold, cfg.ttl, cfg.retention, ticket, cfg.queueLease())
-	args = append(args, pa.limit, pa.prefer, permitBase(cfg.prefix, a.key)+":permit:")
+	args = append(args, a.limit, a.prefer, permitBase(cfg.prefix, a.key)+":permit:")
 	base := newScriptCall(permitScript, keys, args...)
 	return a.perNode(base)
 }
@@ -239,9 +157,13 @@ func mostGranted(t *quorum.Tally[[]int64]) (permit int, ok bool) {
 }
 
 // winner returns the permit granted most, and the round's tally as that
-// permit's: a grant of another permit counts as a failure there.
-func winner(t *quorum.Tally[[]int64]) (int, quorum.Tally[[]int64]) {
-	permit, _ := mostGranted(t)
+// permit's: a grant of another permit counts as a failure there. The next
+// round tries that permit first.
+func (a *acquisition) winner(t *quorum.Tally[[]int64]) (int, quorum.Tally[[]int64]) {
+	permit, ok := mostGranted(t)
+	if ok {
+		a.prefer = permit // where the next round most likely agrees
+	}
 	won := *t
 	won.Votes = slices.Clone(t.Votes)
 	for n, v := range won.Votes {
@@ -253,30 +175,32 @@ func winner(t *quorum.Tally[[]int64]) (int, quorum.Tally[[]int64]) {
 	return permit, won
 }
 
-// undoOthers drops attempt a's hold on every node that answered in time and
-// did not refuse, except where it granted keep (-1: everywhere). A node
-// still running is undone by Late when it answers.
-func (pa *permitAcquisition) undoOthers(ctx context.Context, a *acquisition, t *quorum.Tally[[]int64], keep int) {
-	r := round[int64](a.c, &a.cfg)
-	r.Decided = func(*quorum.Tally[int64]) bool { return false }
-	r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[int64] {
-		v := t.Votes[n]
-		if v.Outcome == quorum.Refused || t.Abandoned(n) || (v.Outcome == quorum.Granted && int(v.Value[votePermit]) == keep) {
-			return quorum.Vote[int64]{Outcome: quorum.Refused}
-		}
-		return releaseVote(a.c.exec(ctx, n, grantedOn(a, v).releaseCall(undoHold, nil)).Int64())
-	})
+// grantedOn is attempt a on the keys v may have left held: for a
+// semaphore the permit it granted, or — a vote not granted may have left
+// any — all of them; for keys, a itself.
+func (a *acquisition) grantedOn(v quorum.Vote[[]int64]) *acquisition {
+	if a.limit == 0 || v.Outcome != quorum.Granted {
+		return a
+	}
+	p := a.permitOf(v)
+	return a.on(a.kss[p : p+1])
 }
 
-// grantedOn is attempt a on the permits a node's vote may have left held:
-// the one it granted, or — a node that failed may have granted any — all of
-// them.
-func grantedOn(a *acquisition, v quorum.Vote[[]int64]) *acquisition {
-	if v.Outcome == quorum.Granted {
-		p := int(v.Value[votePermit])
-		return a.on(a.kss[p : p+1])
+// permitOf is the permit granted by v, a grant, or -1 for keys.
+func (a *acquisition) permitOf(v quorum.Vote[[]int64]) int {
+	if a.limit == 0 {
+		return -1
 	}
-	return a
+	return int(v.Value[votePermit])
+}
+
+// line is the names of a's waiters' line: every key's, or a semaphore's
+// one, shared by every permit (its first permit's names).
+func (a *acquisition) line() keysets {
+	if a.limit == 0 {
+		return a.kss
+	}
+	return a.kss[:1]
 }
 
 // errLimit marks a node's refusal because its holders have another limit.

@@ -26,10 +26,7 @@ type stopError struct {
 
 // stopped returns the error of a's acquisition stopped for why after last.
 func (a *acquisition) stopped(ctx context.Context, why, last error) error {
-	e := &stopError{op: "lock", key: a.key, why: why, last: last}
-	if a.limit > 0 {
-		e.op = "acquire"
-	}
+	e := &stopError{op: a.op, key: a.key, why: why, last: last}
 	if cause := context.Cause(ctx); cause != nil && cause != why && errors.Is(why, ctx.Err()) {
 		e.cause = cause
 	}
