@@ -774,6 +774,28 @@
 // that stopped because its context ended says so after the last attempt's
 // error, on the same line, and matches ctx.Err() as well.
 //
+// ErrLockLost is returned when the quorum no longer holds a lock: renewal
+// could not reach a majority before the validity ran out, or a majority of
+// nodes confirmed that the lock's value was gone. Work done under the lock
+// may have overlapped with another holder's. A QuorumError reports an
+// acquisition without a majority (it matches ErrNotObtained), an extension
+// or unlock that found the lock gone (ErrLockLost), or a round whose
+// outcome no majority confirmed either way (neither: some nodes did not
+// answer in time).
+//
+// Three errors of a node's vote say why a grant was not counted.
+// ErrNodeRestarted: the node's server process started less than the
+// restart guard ago — restarted, or new to this Client — so it may have
+// lost a lock that a holder still holds; the error says how much longer
+// the node must be up. ErrStartUnknown: restart detection is on and the
+// node could not say when it started (e.g. an ACL user without INFO or
+// LASTSAVE), so its grant may come from a master that just restarted
+// without its data. ErrReplica: the quorum needs independent masters, and a
+// replica beside its master would be two votes from one data set; a node's
+// role is read with the grant that reports its start — at the Client's
+// first contact with each server process — or, with restart detection off,
+// asked (ROLE) at the first acquisition on it.
+//
 // Waiting is for what heals. A waiting call (Lock, RLock, LockMany,
 // Acquire, Do) returns at once, with the attempt's error, when so many
 // nodes fail for a lasting reason — a user that may not run INFO
