@@ -46,9 +46,9 @@ type Lock struct {
 	slot int       // index in the schedule; -1 when not scheduled
 }
 
-// newLock returns the lock a won the round won for, fenced by f, valid
-// until until, with its timers armed; or nil if the Client closed
-// meanwhile. ctx is the acquisition's.
+// newLock builds the Lock of acquisition a once round won was won: fenced
+// by f, valid until until, its timers armed. It returns nil if the Client
+// closed meanwhile. ctx is the acquisition's.
 func (a *acquisition) newLock(ctx context.Context, f fencing, until time.Time, won *quorum.Tally[[]int64]) *Lock {
 	c, cfg := a.c, &a.cfg
 	l := &Lock{acquisition: a, tokens: f.tokens, token: slices.Max(f.tokens), until: until, fenced: f.nodes,
@@ -204,9 +204,10 @@ func (l *Lock) answered(n int) bool {
 	return l.released
 }
 
-// stillInFlight is the nodes an Unlock leaves to their acquire's Late. It is
-// read once the lock is marked released, so that each node is released by
-// exactly one of the two.
+// stillInFlight returns the nodes whose acquire call had not answered when
+// Unlock ran: the acquire call's late-answer handler (Late) releases those.
+// It is read once the lock is marked released, so that each node is
+// released by exactly one of the two.
 func (l *Lock) stillInFlight() []bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
