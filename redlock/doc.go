@@ -486,6 +486,12 @@
 // to a waiter only while fewer live waiters are ahead of it than permits are
 // free there, so freed permits go to the oldest waiters and none stays idle
 // while someone waits. A TryAcquire counts behind every waiter.
+// A release wakes the oldest waiter at once through the name's channel.
+// An owner given WithOwner holds at most one permit of a name: a nested
+// Acquire of the same owner adds a hold on the permit it already has.
+// Acquire refuses, with ErrInvalid and nothing sent, an empty or too long
+// name and a limit outside [1, MaxLimit]; an Acquire with another limit
+// than the current holders' fails with ErrInvalid, having changed nothing.
 //
 // # Keys
 //
@@ -502,6 +508,11 @@
 // fencing counter, the line and channel are the name's, and the record of
 // the holders' limit expires a fencing retention after the last grant or
 // renewal of a permit.
+// Permit i of name is <prefix>{<tag>}:permit:<i> with its fencing counter
+// <prefix>{<tag>}:permit:<i>:fence (a permit has no readers: the Readers
+// name PermitKeys gives is never written), beside the name's
+// <prefix>{<tag>}:permits:queue, :permits:leases, :permits:free (the
+// channel) and :permits:limit (LimitKey), <tag> as in Keys.
 //
 // # Clients
 //
