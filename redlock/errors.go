@@ -81,12 +81,12 @@ type NodeVote struct {
 // needed, with every node's vote. It matches ErrNotObtained or ErrLockLost,
 // or neither when no majority confirmed the outcome either way.
 type QuorumError struct {
-	Op      string // "lock", "extend" or "unlock"
-	Key     string
-	Err     error // ErrNotObtained, ErrLockLost, or nil when the outcome is unknown
-	Granted int
-	Need    int
-	Votes   []NodeVote
+	Op      string     // "lock", "acquire" (a permit), "extend" or "unlock"
+	Key     string     // the key (keys joined by commas; a semaphore's name)
+	Err     error      // ErrNotObtained, ErrLockLost, or nil when the outcome is unknown
+	Granted int        // how many nodes granted
+	Need    int        // how many grants the round needed: a majority
+	Votes   []NodeVote // every node's vote, in the order given to New
 }
 
 func (e *QuorumError) Error() string {

@@ -26,7 +26,7 @@ const NewSpread = 10 * time.Second
 // given with it (Other, an index into CheckNew's nodes; the node itself
 // when it holds locks) shows the deployment in use.
 type InUseError struct {
-	Other int
+	Other int    // index in CheckNew's nodes of the node in use
 	Why   string // e.g. "holds 2 live locks under \"quorumlock:\" (quorumlock:{k})"
 }
 

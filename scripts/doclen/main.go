@@ -141,7 +141,11 @@ func members(t *doc.Type) []entry {
 		for _, f := range list.List {
 			for _, n := range f.Names {
 				if n.IsExported() {
-					es = append(es, size(t.Name+"."+n.Name, f.Doc.Text()))
+					text := f.Doc.Text()
+					if text == "" {
+						text = f.Comment.Text() // a comment on the field's line
+					}
+					es = append(es, size(t.Name+"."+n.Name, text))
 				}
 			}
 		}
