@@ -21,10 +21,10 @@ const TrustKey = "quorumlock:trusted-start"
 // guard, after which the node's uptime alone makes it count.
 const trustTTL = 24 * time.Hour
 
-// TrustStart vouches that node's current server process is new, so that
-// Clients count its grants at once instead of after the restart guard. Never
-// use it after a restart that may have lost leases; call CheckNew first. See
-// doc.go, "Vouching for new masters".
+// TrustStart vouches that node's current server process started with no
+// lease to forget (a new master), so that Clients count its grants at once
+// instead of after the restart guard. Never use it after a restart that may
+// have lost leases; call CheckNew first (doc.go, "Vouching for new masters").
 func TrustStart(ctx context.Context, node redis.UniversalClient) error {
 	if cc, ok := node.(*redis.ClusterClient); ok {
 		return cc.ForEachMaster(ctx, func(ctx context.Context, p *redis.Client) error {
