@@ -498,7 +498,7 @@
 // A key is at most MaxKeyLen bytes. On a node it becomes <prefix>{key} and
 // its siblings (:fence, :queue, :leases, :readers, and the :free channel),
 // one hash tag, so that a node may be a Redis Cluster; a key containing '}'
-// is escaped inside the braces (see Keys), so every key works there. Every
+// is escaped inside the braces (see "Limits"), so every key works there. Every
 // key the library writes expires: the lock with its lease, the waiters'
 // queue with the waiters' leases, the readers with the longest reader's
 // lease (Redis 7.0 has no TTL per member: a reader is scored by its lease
@@ -822,5 +822,5 @@
 //
 // Observers are user code on the library's paths; a panic in one is
 // recovered and logged, and every path goes on as if the method had
-// returned (see Observer).
+// returned (see "Observers").
 package redlock
