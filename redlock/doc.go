@@ -498,7 +498,7 @@
 // A key is at most MaxKeyLen bytes. On a node it becomes <prefix>{key} and
 // its siblings (:fence, :queue, :leases, :readers, and the :free channel),
 // one hash tag, so that a node may be a Redis Cluster; a key containing '}'
-// is escaped inside the braces (see "Limits"), so every key works there. Every
+// is escaped inside the braces, so every key works there. Every
 // key the library writes expires: the lock with its lease, the waiters'
 // queue with the waiters' leases, the readers with the longest reader's
 // lease (Redis 7.0 has no TTL per member: a reader is scored by its lease
@@ -508,11 +508,17 @@
 // fencing counter, the line and channel are the name's, and the record of
 // the holders' limit expires a fencing retention after the last grant or
 // renewal of a permit.
-// Permit i of name is <prefix>{<tag>}:permit:<i> with its fencing counter
+//
+// Keys maps a key to its names one-to-one: the hash tag is the key itself
+// unless the key contains a '}' (which would end the hash tag early and
+// scatter the names over several Cluster slots) or starts with '%'; such
+// keys are written as '%' followed by the key with every '%' escaped as %25
+// and every '}' as %7D. Permit i of a semaphore's name is
+// <prefix>{<tag>}:permit:<i> with its fencing counter
 // <prefix>{<tag>}:permit:<i>:fence (a permit has no readers: the Readers
 // name PermitKeys gives is never written), beside the name's
 // <prefix>{<tag>}:permits:queue, :permits:leases, :permits:free (the
-// channel) and :permits:limit (LimitKey), <tag> as in Keys.
+// channel) and :permits:limit (LimitKey), <tag> as for a key.
 //
 // # Clients
 //
@@ -766,11 +772,6 @@
 //
 // MaxKeyLen bounds a key (and a WithPrefix prefix) because a lock key is a
 // name, not a payload, and every call sends it to every node several times.
-// Keys maps a key to its names one-to-one: the hash tag is the key itself
-// unless the key contains a '}' (which would end the hash tag early and
-// scatter the names over several Cluster slots) or starts with '%'; such
-// keys are written as '%' followed by the key with every '%' escaped as %25
-// and every '}' as %7D.
 //
 // # Errors
 //

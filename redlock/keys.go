@@ -23,7 +23,7 @@ type KeyNames struct {
 
 // Keys returns the names the library uses on the nodes for key under prefix:
 // <prefix>{<tag>} and its siblings, where <tag> is key, escaped if it holds
-// a '}' or starts with '%' (doc.go, "Limits").
+// a '}' or starts with '%' (doc.go, "Keys").
 func Keys(prefix, key string) KeyNames {
 	lock := prefix + "{" + hashTag(key) + "}"
 	return KeyNames{Lock: lock, Fence: lock + ":fence", Queue: lock + ":queue", Leases: lock + ":leases",
