@@ -200,8 +200,8 @@ func report(title string, es []entry, top int, all bool) {
 			undocumented = append(undocumented, e.name)
 		}
 	}
-	fmt.Printf("lines: median %s, max %d, total %d\n", median(lines), maxOf(lines), sum(lines))
-	fmt.Printf("words: median %s, max %d, total %d\n", median(words), maxOf(words), sum(words))
+	fmt.Printf("lines: median %s, mean %.1f, max %d, total %d\n", median(lines), mean(lines), maxOf(lines), sum(lines))
+	fmt.Printf("words: median %s, mean %.1f, max %d, total %d\n", median(words), mean(words), maxOf(words), sum(words))
 	if dl, dw := documented(lines), documented(words); len(dl) < len(lines) && len(dl) > 0 {
 		fmt.Printf("documented names only (%d): lines median %s, words median %s\n", len(dl), median(dl), median(dw))
 	}
@@ -236,6 +236,8 @@ func median(xs []int) string {
 	m := float64(s[n/2-1]+s[n/2]) / 2
 	return fmt.Sprint(m)
 }
+
+func mean(xs []int) float64 { return float64(sum(xs)) / float64(len(xs)) }
 
 // documented drops the zeros: the names without a comment.
 func documented(xs []int) []int {
