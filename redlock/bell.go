@@ -89,7 +89,8 @@ func (b *bell) forget(channel string, wake chan struct{}) {
 	b.ears = nil
 }
 
-// open starts one ear per node. b.mu is held, inside a Client operation.
+// open subscribes on every node: one ear each, with its goroutines. b.mu is
+// held, inside a Client operation.
 func (b *bell) open() {
 	b.ears = make([]*ear, len(b.c.nodes))
 	for i, n := range b.c.nodes {
@@ -105,8 +106,9 @@ func (b *bell) open() {
 	}
 }
 
-// tell queues s on every ear. A full queue (a node hung for a long time)
-// drops it: the waiters fall back to their backoff.
+// tell queues the (un)subscription s on every node's ear. A full queue (a
+// node hung for a long time) drops it: the waiters fall back to their
+// backoff.
 func (b *bell) tell(s subscription) {
 	for _, e := range b.ears {
 		select {

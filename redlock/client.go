@@ -13,13 +13,9 @@ import (
 	"github.com/seed818c56a1/quorumlock/quorum"
 )
 
-// A Client acquires locks on a fixed set of independent Redis masters. A
-// lock is held when a majority of them (N/2+1) granted it.
-//
-// A Client is safe for concurrent use and must not be copied. It never closes
-// the redis clients it was given: it talks to a *redis.Client,
-// *redis.ClusterClient or *redis.Ring through a client of its own built from
-// the given one's options (see New), and closes those.
+// A Client acquires locks on a fixed set of independent Redis masters. It is
+// safe for concurrent use, must not be copied, and never closes the redis
+// clients it was given (doc.go, "Clients").
 type Client struct {
 	nodes []*node
 	cfg   config
@@ -35,25 +31,9 @@ type Client struct {
 	wg     sync.WaitGroup     // calls and background work in flight
 }
 
-// New returns a Client over nodes, which must be independent masters: not
-// replicas of one another, not the same server twice. opts set the defaults
-// of every lock.
-//
-// New refuses, with an error matching ErrInvalid: no nodes, a nil node, the
-// same client or the same address twice, two members given a common server
-// (cluster seed lists [a b c] and [b]), and invalid options. It sends
-// nothing to the nodes. An even number of nodes is accepted, with a warning
-// through WithLogger's logger: 2 nodes tolerate no failure (the majority is
-// both), 4 tolerate one, as 3 do.
-//
-// For each node given as a *redis.Client, *redis.ClusterClient or
-// *redis.Ring, New builds the client the library talks through from its
-// options — address, credentials, TLS, Dialer, DB, protocol, OnConnect —
-// with settings that bound every wait: reads cut at each call's deadline
-// (ContextTimeoutEnabled), no retries, dials, reads and writes bounded, a
-// small pool of its own. Hooks added to the given client do not see the
-// library's commands. Any other UniversalClient is used as it is, and its
-// own timeouts then bound what the library cannot (see the package doc).
+// New returns a Client over nodes, independent masters; opts set the
+// defaults of every lock. It sends nothing to the nodes, and refuses bad
+// input with ErrInvalid (doc.go, "Clients").
 func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, invalid("no nodes")
@@ -100,16 +80,9 @@ func warnEven(cfg *config, n int) {
 		slog.Int("nodes", n), slog.Int("majority", quorum.Majority(n)), slog.Int("failures tolerated", n-quorum.Majority(n)))
 }
 
-// Close ends every lock still held — their Done() closes and Err() becomes
-// ErrClosed — stops their renewals, makes waiting Lock calls return
-// ErrClosed, drops the subscriptions, and waits for the calls the Client
-// still has in flight, one node timeout plus its late window at most; then
-// it drops the connections of its own clients, which ends whatever still
-// waits on a node (a frozen master), and closes them. It does not release
-// the locks: they expire with their TTL. Unlock them before Close. Close
-// does not close the redis clients it was given; over a client type it
-// could not rebuild (see New), the calls still in flight are bounded only
-// by that client's own timeouts. Later calls return ErrClosed.
+// Close ends every lock still held (without releasing it), waits for the
+// calls in flight, and closes the Client's own connections. Later calls
+// return ErrClosed. See doc.go, "Clients".
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {

@@ -6,18 +6,8 @@ import (
 )
 
 // Do acquires key as Lock does, runs fn while the lock is held, and releases
-// it. The ctx given to fn is cancelled as soon as the lock is lost (or the
-// Client closes), with the reason as its cause; fn should stop its work then.
-//
-// fn's ctx carries the Lock: FromContext(ctx) returns it, for its fencing
-// token or its Until. Lock.Run does the same for a hold already taken, of
-// any kind.
-//
-// Do returns Lock's error if the lock was not obtained, fn's error otherwise,
-// joined with ErrLockLost — one line, starting with ErrLockLost's, matching
-// both — if the lock was lost before fn returned or Unlock found it gone (or ErrClosed if the Client closed meanwhile). A release
-// that too few nodes confirmed is not an error of Do: the lock then expires
-// with its TTL. If fn panics, the lock is released and the panic goes on.
+// it. fn's ctx carries the Lock and is cancelled if the lock is lost; see
+// doc.go, "Running a function under a lock", for what Do returns.
 func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) error {
 	if fn == nil {
 		return invalid("nil function")
@@ -29,8 +19,8 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 	return l.Run(ctx, fn)
 }
 
-// Run runs fn while l is held, then releases l: what Do does once it has
-// its Lock, for a hold of any kind — LockMany's, RLock's, Acquire's:
+// Run runs fn while l is held, then releases l, as Do does, for a hold of
+// any kind:
 //
 //	l, err := c.Acquire(ctx, "encoder", 4)
 //	if err != nil {
@@ -38,23 +28,7 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 //	}
 //	return l.Run(ctx, func(ctx context.Context) error { return encode(ctx, l.Permit()) })
 //
-// fn's ctx is ctx carrying l (FromContext), cancelled as soon as l is lost
-// or its Client closes, with the reason as its cause. Run returns fn's error,
-// joined with ErrLockLost (or ErrClosed) if l was lost before fn returned or
-// its Unlock found it gone; a release that too few nodes confirmed is not an
-// error of Run (the hold expires with its TTL). If fn panics, l is released
-// and the panic goes on.
-//
-// fn does not run if l has ended already: Run returns ErrNotHeld after
-// Unlock, and for a lost l releases what is left of it and returns why it
-// ended. A nil ctx or fn is refused with ErrInvalid, and l is left as it
-// was.
-//
-// Once Run has released l, an Unlock of l returns nil: the habit of
-//
-//	defer l.Unlock(ctx)
-//
-// right after acquiring is harmless when l is then handed to Run.
+// See doc.go, "Running a function under a lock".
 func (l *Lock) Run(ctx context.Context, fn func(ctx context.Context) error) (err error) {
 	switch {
 	case ctx == nil:

@@ -9,18 +9,13 @@ import (
 )
 
 var (
-	// ErrNotObtained is returned by Lock, TryLock and Do (and the other
-	// acquisitions) when no majority of nodes granted the lock within its
-	// validity. errors.As gives the *QuorumError with each node's vote; when
-	// Lock gave up because its context ended, the error also matches
-	// ctx.Err(), on one line.
+	// ErrNotObtained is returned by Lock, TryLock, Do and the other acquisitions
+	// when no majority granted the lock within its validity; errors.As gives the
+	// *QuorumError.
 	ErrNotObtained = errors.New("redlock: lock not obtained")
 
-	// ErrLockLost is returned by Extend and Unlock, and set as Err() and
-	// Do's result, when the quorum no longer holds the lock: renewal could
-	// not reach a majority before the validity ran out, or a majority of
-	// nodes confirmed that the lock's value was gone. Work done under the
-	// lock may have overlapped with another holder's.
+	// ErrLockLost is returned by Extend, Unlock, Do and Run, and is Err() of a
+	// lost lock, when the quorum no longer holds it (doc.go, "Errors").
 	ErrLockLost = errors.New("redlock: lock lost")
 
 	// ErrNotHeld is returned by Unlock and Extend on a lock that was already
@@ -31,32 +26,20 @@ var (
 	// the locks that were still held when it closed.
 	ErrClosed = errors.New("redlock: client closed")
 
-	// ErrNodeRestarted is the error of a node's vote, within a *QuorumError,
-	// when the node granted but its server process started less than the
-	// restart guard ago (WithRestartGuard; by default the longest TTL in use
-	// on the key, see MaxRestartGuard) — restarted, or new to this Client:
-	// it may have lost a lock that a holder still holds, so its grant is not
-	// counted. The error says how much longer the node must be up.
+	// ErrNodeRestarted is a node's vote error, in a *QuorumError, when its grant
+	// was not counted because its process started within the restart guard.
 	ErrNodeRestarted = errors.New("redlock: node started within the restart guard; grant not counted")
 
-	// ErrStartUnknown is the error of a node's vote, within a *QuorumError,
-	// when restart detection is on and the node granted but could not say
-	// when it started — e.g. an ACL user without INFO or LASTSAVE: its grant
-	// is not counted, since it may come from a master that just restarted
-	// without its data.
+	// ErrStartUnknown is a node's vote error, in a *QuorumError, when its grant
+	// was not counted because it could not say when it started.
 	ErrStartUnknown = errors.New("redlock: node cannot report when it started; grant not counted")
 
-	// ErrReplica is the error of a node's vote, within a *QuorumError, when
-	// the node is a replica: the quorum needs independent masters, and a
-	// replica beside its master would be two votes from one data set. A
-	// node's role is read with the grant that reports its start — at the
-	// Client's first contact with each server process — or, with restart
-	// detection off, asked (ROLE) at the first acquisition on it.
+	// ErrReplica is a node's vote error, in a *QuorumError (and an error of
+	// TrustStart and CheckNew), when the node is a replica, not a master.
 	ErrReplica = errors.New("redlock: node is a replica, not a master")
 
-	// ErrInvalid is matched by every error that refuses bad input to New or
-	// to a call — a nil ctx, a bad key, more than MaxKeys keys, an option out
-	// of range or above MaxDuration; nothing is changed and nothing is sent.
+	// ErrInvalid is matched by every error that refuses bad input to New or to
+	// a call; nothing is changed and nothing is sent (doc.go, "Errors").
 	ErrInvalid = errors.New("redlock: invalid argument")
 )
 
@@ -94,18 +77,16 @@ type NodeVote struct {
 	Err     error   // why the call failed; nil for grants and refusals
 }
 
-// A QuorumError reports a round that did not reach the outcome its
-// operation needed: an acquisition without a majority (it matches
-// ErrNotObtained), an extension or unlock that found the lock gone (it matches
-// ErrLockLost), or a round whose outcome no majority confirmed either way
-// (it matches neither: some nodes did not answer in time).
+// A QuorumError reports a round that missed the outcome its operation
+// needed, with every node's vote. It matches ErrNotObtained or ErrLockLost,
+// or neither when no majority confirmed the outcome either way.
 type QuorumError struct {
-	Op      string // "lock", "extend" or "unlock"
-	Key     string
-	Err     error // ErrNotObtained, ErrLockLost, or nil when the outcome is unknown
-	Granted int
-	Need    int
-	Votes   []NodeVote
+	Op      string     // "lock", "acquire" (a permit), "extend" or "unlock"
+	Key     string     // the key (keys joined by commas; a semaphore's name)
+	Err     error      // ErrNotObtained, ErrLockLost, or nil when the outcome is unknown
+	Granted int        // how many nodes granted
+	Need    int        // how many grants the round needed: a majority
+	Votes   []NodeVote // every node's vote, in the order given to New
 }
 
 func (e *QuorumError) Error() string {

@@ -14,13 +14,8 @@ import (
 // uses. The guard is therefore the longest TTL in use on the key, learnt
 // from the other nodes, bounded by MaxRestartGuard; see doc.go, "Restarts".
 
-// MaxRestartGuard bounds the default restart guard: a node that started at
-// least this long ago counts for every acquisition without WithRestartGuard
-// (unless the acquisition's own TTL is longer), and a node that started less
-// long ago counts only once it has been up for the longest TTL in use on the
-// key, as the healthy nodes record it — or, when no node up this long (or
-// vouched for) answers, for MaxRestartGuard itself. Leases with a TTL longer
-// than this are covered only by WithRestartGuard on every client.
+// MaxRestartGuard bounds the default restart guard; leases with a longer TTL
+// need WithRestartGuard on every client (doc.go, "Restarts" and "Options").
 const MaxRestartGuard = time.Minute
 
 // oldAge is how long a node must have been up to count at once under the

@@ -6,10 +6,8 @@ import (
 	"unicode/utf8"
 )
 
-// MaxKeyLen bounds the length in bytes of a key given to Lock, TryLock or
-// Do (and of a WithPrefix prefix): a lock key is a name, not a payload, and
-// every call sends it to every node several times. Longer ones are refused
-// with ErrInvalid.
+// MaxKeyLen bounds the length in bytes of a key (and of a WithPrefix prefix);
+// longer ones are refused with ErrInvalid.
 const MaxKeyLen = 1024
 
 // KeyNames are the names the library uses on a node for one lock key. Every
@@ -23,13 +21,9 @@ type KeyNames struct {
 	Channel string // announces a freed lock (a channel, not a key)
 }
 
-// Keys returns the names the library uses on the nodes for key under
-// prefix: the lock is <prefix>{<tag>}, the rest <prefix>{<tag>}:fence,
-// :queue, :leases, :readers and :free, where <tag> is key itself unless key contains
-// a '}' (which would end the hash tag early and scatter the names over
-// several Cluster slots) or starts with '%': such keys are written as '%'
-// followed by key with every '%' escaped as %25 and every '}' as %7D. The
-// mapping is one-to-one, and leaves every other key as it was.
+// Keys returns the names the library uses on the nodes for key under prefix:
+// <prefix>{<tag>} and its siblings, where <tag> is key, escaped if it holds
+// a '}' or starts with '%' (doc.go, "Keys").
 func Keys(prefix, key string) KeyNames {
 	lock := prefix + "{" + hashTag(key) + "}"
 	return KeyNames{Lock: lock, Fence: lock + ":fence", Queue: lock + ":queue", Leases: lock + ":leases",

@@ -11,15 +11,9 @@ import (
 	"github.com/seed818c56a1/quorumlock/quorum"
 )
 
-// A Lock is one holding of a key — or of several keys at once, all or
-// none (LockMany), or a reader's shared hold of a key (RLock) — granted by
-// a majority of the Client's nodes. It is held
-// until Unlock, until it is lost (Done closes and Err returns ErrLockLost),
-// or until its Client closes. A Lock of several keys is held, renewed,
-// released and lost as one: each node's vote covers all of its keys.
-//
-// A Lock is safe for concurrent use by several goroutines and must not be
-// copied.
+// A Lock is one holding of one or more keys, granted by a majority of nodes,
+// until Unlock, loss or Close. It is safe for concurrent use and must not be
+// copied (doc.go, "A Lock and its methods").
 type Lock struct {
 	*acquisition // the winning attempt's: client, keys, names, options, identity and hold
 
@@ -92,19 +86,8 @@ func (l *Lock) Key() string { return l.key }
 func (l *Lock) Keys() []string { return slices.Clone(l.keys) }
 
 // Token returns the fencing token of this holding: the largest value of the
-// key's fencing counter among the nodes that granted it. A store that
-// accepts a write only with a token at least as large as every token it has
-// seen rejects the writes of a holder whose lock has since passed to another.
-//
-// For a Lock of several keys, Token is the largest of their tokens: larger
-// than every token of any earlier holding of any of the keys. A store
-// fenced per key should use TokenOf, since a later holding of one key is
-// ordered only after that key's token.
-//
-// A reader (RLock) issues no token: its Token is the largest fencing
-// counter among the nodes that granted it — at least the token of every
-// writer that released the key before the reader was granted, and smaller
-// than the token of every writer after it.
+// key's fencing counter among the granting nodes (for several keys, the
+// largest of theirs). See doc.go, "A Lock and its methods".
 func (l *Lock) Token() int64 { return l.token }
 
 // TokenOf returns the fencing token of key within this holding, or 0 if the
@@ -116,10 +99,8 @@ func (l *Lock) TokenOf(key string) int64 {
 	return 0
 }
 
-// Permit returns the permit of its semaphore that a Lock from Acquire or
-// TryAcquire holds, in [0, limit), or -1 for a Lock of keys. Two holders of
-// one name hold different permits at any time; a store fenced per permit
-// (the name and Permit) orders each permit's holders by Token.
+// Permit returns the semaphore permit a Lock from Acquire or TryAcquire
+// holds, in [0, limit), or -1 for a Lock of keys.
 func (l *Lock) Permit() int { return l.permit }
 
 // Until returns the end of the lock's validity, on the local monotonic clock.
@@ -144,15 +125,9 @@ func (l *Lock) Err() error {
 	return context.Cause(l.life)
 }
 
-// Extend resets the lease on every node to the full TTL, and moves Until
-// accordingly. It succeeds only while the lock is valid and only if a majority
-// of nodes extended it within the new validity. It never recreates a key that
-// vanished.
-//
-// Extend returns ErrNotHeld after Unlock, an error matching ErrLockLost once
-// the lock is lost (Done is then closed), and a *QuorumError matching neither
-// when too few nodes answered: the lock then stays valid until Until, and
-// Extend may be tried again.
+// Extend resets the lease on every node to the full TTL and moves Until. It
+// returns ErrNotHeld, ErrLockLost, or a *QuorumError when too few nodes
+// answered (doc.go, "A Lock and its methods").
 func (l *Lock) Extend(ctx context.Context) error {
 	if ctx == nil {
 		return errNilContext
@@ -178,17 +153,9 @@ func (l *Lock) extend(ctx context.Context) error {
 	return l.c.extendRound(ctx, []*Lock{l}, false)[0]
 }
 
-// Unlock releases the lock on every node, in parallel, each call under the
-// node timeout and detached from ctx's cancellation, so that a deferred
-// Unlock still runs after ctx ended. Renewal has stopped when it returns.
-//
-// Unlock returns nil when a majority confirmed the release; an error matching
-// ErrLockLost when the lock had been lost, or a majority no longer held it
-// (the work done under it may have overlapped another holder's); ErrNotHeld
-// when called again — nil, though, after Run released the lock, so that the
-// habit of a deferred Unlock is harmless around Run; and a *QuorumError matching neither when too few nodes
-// answered to tell — the lock then expires with its TTL where the release did
-// not land. It never deletes another owner's lock.
+// Unlock releases the lock on every node, even after ctx ended. It returns
+// nil once a majority confirmed, ErrLockLost if the lock was lost, ErrNotHeld
+// if called again (doc.go, "A Lock and its methods").
 func (l *Lock) Unlock(ctx context.Context) error {
 	if ctx == nil {
 		return errNilContext
@@ -236,9 +203,10 @@ func (l *Lock) answered(n int) bool {
 	return l.released
 }
 
-// stillInFlight is the nodes an Unlock leaves to their acquire's Late. It is
-// read once the lock is marked released, so that each node is released by
-// exactly one of the two.
+// stillInFlight returns the nodes whose acquire call had not answered when
+// Unlock ran: the acquire call's late-answer handler (Late) releases those.
+// It is read once the lock is marked released, so that each node is
+// released by exactly one of the two.
 func (l *Lock) stillInFlight() []bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -5,24 +5,8 @@ import (
 )
 
 // LockMany acquires every key of keys at once, or none, waiting as Lock
-// does: in line on each key, woken when any of them is released. The Lock it
-// returns holds them all: its Unlock, Extend and renewal cover every key in
-// one call per node, a node counts for it only where it holds every key, and
-// the keys are lost together. Token is the largest of the keys' tokens;
-// TokenOf gives each key's.
-//
-// On each node one script takes every key or none, so callers whose sets
-// overlap, in any order, never hold part of one and wait for the rest: no
-// deadlock. Their queues on the nodes order every waiter by the same ticket,
-// so the oldest waiter is first in line on all of its keys and waits only
-// for holders.
-//
-// LockMany refuses, with ErrInvalid and nothing sent: no keys, more than
-// MaxKeys, an empty or duplicate key, a key longer than MaxKeyLen, and — when a node is a Redis
-// Cluster, where one script may touch only one hash slot — keys whose names
-// do not share a hash slot. Each key's names carry the key itself as their
-// hash tag (Keys), so on a cluster node LockMany works only for keys that
-// happen to hash to one slot: give LockMany independent masters instead.
+// does. The Lock holds them all: renewed, released and lost together. See
+// doc.go, "Several keys, all or none" and "Limits".
 func (c *Client) LockMany(ctx context.Context, keys []string, opts ...Option) (*Lock, error) {
 	if err := checkMany(keys); err != nil {
 		return nil, err
@@ -31,9 +15,7 @@ func (c *Client) LockMany(ctx context.Context, keys []string, opts ...Option) (*
 }
 
 // TryLockMany makes one attempt to acquire every key of keys at once, as
-// TryLock does for one: it does not queue, and it is refused while Lock or
-// LockMany callers wait for any of them. It refuses the input LockMany
-// refuses.
+// TryLock does for one key. It refuses the input LockMany refuses.
 func (c *Client) TryLockMany(ctx context.Context, keys []string, opts ...Option) (*Lock, error) {
 	if err := checkMany(keys); err != nil {
 		return nil, err
@@ -41,17 +23,8 @@ func (c *Client) TryLockMany(ctx context.Context, keys []string, opts ...Option)
 	return c.tryLock(ctx, keys, opts, writer)
 }
 
-// MaxKeys bounds how many keys LockMany and TryLockMany take at once: each
-// node takes them all in one script call, which blocks that node while it
-// runs, and the call must end well within the node timeout or every node
-// times out and the keys' fencing state stays behind for the fence
-// retention. Measured on three loopback masters (redis 7.0) on a loaded
-// 2-core machine (BenchmarkTryLockManyUnlock): TryLockMany and Unlock of 64
-// keys took 6.6 ms, of 256 keys 13 ms, of one key 4 ms; with the race
-// detector and other tests sharing the cores, an Unlock of 256 keys
-// outran DefaultNodeTimeout on every node, so the bound keeps a factor of
-// about four below it. A Client with a longer node timeout still takes at
-// most MaxKeys: split a larger set, or lock a name that stands for it.
+// MaxKeys bounds how many keys LockMany and TryLockMany take at once, so
+// that one script call stays well within the node timeout (doc.go, "Limits").
 const MaxKeys = 64
 
 // checkMany refuses an empty set of keys given to LockMany or TryLockMany,

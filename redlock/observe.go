@@ -10,33 +10,8 @@ import (
 )
 
 // An Observer is told what a Client does, for logs, metrics and traces. Its
-// methods are called synchronously, some on the acquisition path: they must
-// be fast, must not block, and must be safe for concurrent use. A Client
-// without observers (the default) pays one nil check per event.
-//
-// A panic in any method is recovered: it is logged at Error through the
-// loggers of WithLogger among the event's observers (through
-// slog.Default() if there is none), that observer misses the event —
-// AcquireStart's context is then the one it was given — and the library
-// goes on as if the method had returned: the acquisition returns its Lock
-// or error, renewal, loss and release run, Close returns. A panic is
-// still a bug of the observer: fix it.
-//
-// Every method gets the context its event belongs to, so that an observer
-// needs no state of its own to tie events together:
-//   - AcquireStart gets the caller's; the context it returns is the
-//     acquisition's, given to AcquireDone and to NodeFailed for the
-//     acquisition's node calls.
-//   - NodeFailed during Extend or Unlock gets the caller's.
-//   - Renewed, Lost, and NodeFailed during a renewal — events of the
-//     watchdog and of timers, on no caller's behalf — get the Lock's own
-//     context: the acquisition's, without its cancellation or deadline, so
-//     that it still carries what AcquireStart put in it (e.g. a span to
-//     parent or link the event to) for as long as the Lock lives.
-//
-// An Observer should embed NopObserver, and implement only the methods it
-// needs: an event added to the interface later is then a no-op for it
-// instead of a compile error.
+// methods must be fast, non-blocking and safe for concurrent use; embed
+// NopObserver. See doc.go, "Observers", for contexts and panics.
 type Observer interface {
 	// AcquireStart is called when Lock, TryLock, Do, or another call that
 	// acquires a *Lock begins to acquire key (keys joined by commas); the
@@ -58,9 +33,8 @@ type Observer interface {
 	NodeFailed(ctx context.Context, op, key string, vote NodeVote)
 }
 
-// NopObserver is an Observer that does nothing: AcquireStart returns its
-// ctx, the other methods return at once. Embed it in an Observer to
-// implement only the events of interest:
+// NopObserver is an Observer that does nothing. Embed it to implement only
+// some events:
 //
 //	type lossAlarm struct{ redlock.NopObserver }
 //
@@ -82,24 +56,14 @@ func (NopObserver) Lost(context.Context, string, error) {}
 // NodeFailed does nothing.
 func (NopObserver) NodeFailed(context.Context, string, string, NodeVote) {}
 
-// WithObserver adds o to the observers. Given to New, o is told of every
-// event of the Client; given to one call (Lock, TryLock, Do, …), it is told
-// of that acquisition's events — the Lock's later renewals, loss and node
-// errors included — in addition to the Client's observers.
-//
-// It is accepted per call rather than refused: New and the calls share one
-// Option type, so an option of New only could be refused only when a call
-// runs, not when it compiles; and an observer of one acquisition is well
-// defined (tracing one job's lock), at no cost to the calls without one.
+// WithObserver adds o to the observers: of the Client when given to New, of
+// one acquisition and its Lock when given to a call (doc.go, "Options").
 func WithObserver(o Observer) Option {
 	return func(c *config) { c.observers = append(c.observers[:len(c.observers):len(c.observers)], o) }
 }
 
-// WithLogger logs, through logger, acquisitions that failed, renewals that
-// failed, locks lost and node errors, as structured records. Quiet by
-// default: without it nothing is logged. Like WithObserver, it applies to
-// every lock when given to New, to one acquisition and its Lock when given
-// to one call.
+// WithLogger logs failed acquisitions and renewals, lost locks and node
+// errors through logger. Without it nothing is logged.
 func WithLogger(logger *slog.Logger) Option {
 	return func(c *config) {
 		var o Observer

@@ -31,29 +31,18 @@ const (
 	// DefaultFenceRetention is how long a key's fencing state is kept on a
 	// node after the last grant or release that touched it.
 	DefaultFenceRetention = 24 * time.Hour
-	// MaxDuration bounds every duration option — TTL, node timeout, retry
-	// delays, maximum wait, restart guard, fence retention: a longer one is
-	// refused with ErrInvalid. Every lease and deadline the library derives
-	// from them (the waiters' queue lease is 5·max retry delay + node
-	// timeout; deadlines add them to the clock; the scripts count them in
-	// milliseconds) then stays far from overflow.
+	// MaxDuration bounds every duration option; a longer one is refused with
+	// ErrInvalid, so that no lease or deadline derived from it can overflow.
 	MaxDuration = 365 * 24 * time.Hour
 )
 
-// An Option configures a Client (as a default for all its locks, when given
-// to New) or one acquisition (when given to Lock, TryLock or Do). Options are
-// checked when used: a bad value makes that call fail with ErrInvalid — a
-// duration above MaxDuration included.
-// WithObserver and WithLogger given to one call add to the Client's
-// observers, for that acquisition and its Lock; WithClock is an option of
-// New only.
+// An Option configures a Client when given to New, or one acquisition when
+// given to a call. A bad value makes that call fail with ErrInvalid (doc.go,
+// "Options").
 type Option func(*config)
 
-// WithTTL sets the lease each node grants. The validity it leaves once an
-// acquisition took a whole node timeout must still exceed the loss margin —
-// ttl − drift > node timeout + max(node timeout, ttl/10) — or the lock could
-// not be signalled lost in time; shorter TTLs are refused. Default
-// DefaultTTL.
+// WithTTL sets the lease each node grants. TTLs too short to leave the loss
+// margin are refused (doc.go, "Options"). Default DefaultTTL.
 func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
 
 // WithNodeTimeout sets the timeout of every call to one node — acquire,
@@ -65,103 +54,46 @@ func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTi
 // [0, 1): drift = ttl·f + 2ms. Default DefaultDriftFactor.
 func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor = f } }
 
-// WithAutoRenew turns the watchdog on or off. On (the default), a held lock
-// is extended through the quorum every TTL/3 until Unlock or Close; if
-// renewal cannot reach a majority before the validity runs out, the lock is
-// lost and Done() closes first — a tenth of the TTL (at least one node
-// timeout) before Until(). Off, the lock ends the same margin before its
-// validity does. The watchdog's node calls may take up to four node timeouts
-// (at most half the loss margin): they carry up to 100 locks each and are on
-// no caller's path.
+// WithAutoRenew turns the watchdog on or off: on (the default), a held lock
+// is renewed every TTL/3 until Unlock or Close (doc.go, "Options").
 func WithAutoRenew(on bool) Option { return func(c *config) { c.autoRenew = on } }
 
 // WithMaxWait bounds how long Lock and Do wait when their context has no
-// deadline; the error then matches context.DeadlineExceeded and says that
-// the maximum wait ran out. At most MaxDuration. Default DefaultMaxWait.
+// deadline. At most MaxDuration. Default DefaultMaxWait.
 func WithMaxWait(d time.Duration) Option { return func(c *config) { c.maxWait = d } }
 
 // WithRetryDelay sets the bounds of the randomized exponential backoff
-// between acquisition attempts in Lock and Do: 0 < min ≤ max ≤ MaxDuration
-// (a waiter's place in line is leased for 5·max + the node timeout).
-// Default DefaultRetryMin and DefaultRetryMax.
+// between attempts: 0 < min ≤ max ≤ MaxDuration. Default DefaultRetryMin
+// and DefaultRetryMax.
 func WithRetryDelay(min, max time.Duration) Option {
 	return func(c *config) { c.retryMin, c.retryMax = min, max }
 }
 
-// WithPrefix sets the prefix of the keys the library writes: the lock is
-// <prefix>{<key>} and its fencing counter <prefix>{<key>}:fence, one hash
-// tag, so a node may be a Redis Cluster. Default DefaultPrefix.
+// WithPrefix sets the prefix of the names the library writes on the nodes
+// (see Keys). Default DefaultPrefix.
 func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 
-// WithOwner makes acquisitions reentrant for owner: while owner holds a key,
-// further acquisitions of it by the same owner are granted at once and nest;
-// each is released by its own Unlock, and the key is freed when the last one
-// is. Every acquisition with the same owner — from any goroutine or process —
-// counts as the same holder, so owner must be unique to whatever should
-// exclude others (e.g. a job ID). Each hold keeps its own TTL: on each node
-// the key lives as long as the owner's longest live hold, so holds with
-// different TTLs — per call, or from processes sharing the owner — never
-// shorten each other's lease, in whatever order they are taken, renewed or
-// released. Readers of an owner that already reads a key are granted at
-// once, even while a writer waits (RLock). Without an owner (the default)
-// every acquisition is its own owner and locks are not reentrant, as with
-// sync.Mutex. An owner
-// may not be empty, nor start with "r:", which marks readers (RLock) in the
-// waiters' queues on the nodes.
+// WithOwner makes acquisitions by owner reentrant: they nest, and the key
+// is freed when the last is released. Owner must be unique to whatever should
+// exclude others; see doc.go, "Options" and "Reentrancy".
 func WithOwner(owner string) Option {
 	return func(c *config) { c.owner, c.ownerSet = owner, true }
 }
 
-// WithRestartGuard sets how long after a node's server process starts its
-// grants are not counted, overriding the default. A master that crashes and
-// restarts at once without its data (no appendfsync always) may grant a key
-// that a holder still holds on other nodes; not counting it until every
-// lease it could have granted before has run out keeps such restarts safe.
-// A Client that meets a node for the first time applies the same rule — it
-// cannot tell a new master from one that restarted empty — so a master that
-// just started is not counted for d unless TrustStart vouched for it. d
-// must cover the longest TTL any client of these masters uses; 0 turns
-// detection off (for masters with appendfsync always, where a restart keeps
-// the keys).
-//
-// By default (no WithRestartGuard) the guard does not depend on who asks:
-// a young node counts once it has been up for the longest TTL in use on the
-// key, as the other nodes record it (at least the acquisition's own TTL);
-// a node up for MaxRestartGuard counts at once; and when no such node (nor
-// a vouched one) answers — masters that all just started — young nodes
-// count after MaxRestartGuard. Leases with TTLs longer than
-// MaxRestartGuard need WithRestartGuard at least that long on every client.
-// See the package doc, "Restarts".
-//
-// Detection reads the node's LASTSAVE with every fresh grant — reset when a
-// node starts, it costs next to nothing — and asks for run_id and uptime
-// (INFO server) only when LASTSAVE changed since this Client last saw it:
-// after a restart, or a save (LASTSAVE counts whole seconds, so a value is
-// relied on only once seen two seconds after it). While a node is young,
-// under the default guard, every reply also carries the keys' TTL record.
-// A grant that cannot report its node's start — INFO refused to the user —
-// is not counted (ErrStartUnknown).
+// WithRestartGuard sets how long after a node's process starts its grants
+// are not counted, in place of the default guard; 0 turns restart detection
+// off. See doc.go, "Restarts" and "Options".
 func WithRestartGuard(d time.Duration) Option {
 	return func(c *config) { c.guardWindow, c.guardSet = d, true }
 }
 
-// WithFenceRetention sets how long a key's fencing state is kept on a node
-// after the last grant, renewal or release that touched it — never less,
-// since none shortens it, so it lives as long as any hold of the key and d
-// more; then it expires, so that locking many distinct keys leaves no state
-// behind. A reader or nested hold that finds none takes the node's clock
-// in microseconds instead (see the package doc). Tokens still grow after
-// it expired: each node's token is the larger of its counter + 1 and its
-// clock in microseconds, so a key locked again after its state expired on
-// every node gets a larger token, as long as the masters' clocks did not
-// step back, nor drift apart from each other, by as much as the time since
-// its last holding (at least the retention). d must be longer than the TTL.
+// WithFenceRetention sets how long a key's fencing state outlives its last
+// hold; it must be longer than the TTL (doc.go, "Fencing tokens").
 // Default DefaultFenceRetention.
 func WithFenceRetention(d time.Duration) Option { return func(c *config) { c.retention = d } }
 
 // WithClock sets the clock used for validity and timers; tests pass a
-// *clock.Fake. Given to New only: one clock paces all of a Client's
-// renewals. Default clock.Real().
+// *clock.Fake. An option of New only. Default clock.Real().
 func WithClock(k clock.Clock) Option { return func(c *config) { c.clock = k } }
 
 type config struct {

@@ -14,9 +14,10 @@ import (
 type waiting struct {
 	ticket string
 	queued bool
-	// gone is set once the waiter has given up: a refusal answering after
-	// that has put it back in that node's line, which the attempt's Late
-	// must leave, or the stale first in line would refuse everyone.
+	// gone is set once the waiter has given up. A refusal answering after
+	// that has put the waiter back in that node's line, so the attempt's
+	// late-answer handler (Late) must remove it again, or the stale waiter,
+	// first in line, would block everyone.
 	gone atomic.Bool
 }
 

@@ -24,7 +24,8 @@ type stopError struct {
 	last    error // the last attempt's error, or ErrNotObtained if none ran
 }
 
-// stopped returns the error of a's acquisition stopped for why after last.
+// stopped returns the error of a's acquisition when it stops waiting: why
+// is ctx.Err() or ErrClosed, last the last attempt's error.
 func (a *acquisition) stopped(ctx context.Context, why, last error) error {
 	e := &stopError{op: a.op, key: a.key, why: why, last: last}
 	if cause := context.Cause(ctx); cause != nil && cause != why && errors.Is(why, ctx.Err()) {
@@ -52,8 +53,8 @@ func (e *stopError) Error() string {
 // Unwrap returns why the acquisition stopped, then the last attempt's error.
 func (e *stopError) Unwrap() []error { return []error{e.why, e.last} }
 
-// errMaxWait is the cause of the context that WithMaxWait bounds a wait
-// with; it matches context.DeadlineExceeded.
+// errMaxWait is the cause set on the context of a wait that WithMaxWait
+// bounds; it matches context.DeadlineExceeded.
 type errMaxWait time.Duration
 
 func (e errMaxWait) Error() string {

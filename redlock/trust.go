@@ -22,29 +22,9 @@ const TrustKey = "quorumlock:trusted-start"
 const trustTTL = 24 * time.Hour
 
 // TrustStart vouches that node's current server process started with no
-// lease to forget — a master just created, or started after every lease it
-// could ever have granted had expired — so that Clients count its grants at
-// once instead of after the restart guard. It records the process's run_id
-// (TrustKey, expiring after a day): a later restart has another run_id, and
-// the vouch does not carry over to it. Call it when bringing up new masters
-// (a test lab, a new deployment), never after a restart that may have lost
-// leases: that is exactly what the guard is for. CheckNew tells the two
-// apart from the masters' own state (their locks and starts); call it
-// first, as the command "quorumlock trust" does.
-//
-// On a *redis.ClusterClient it vouches every primary of the cluster
-// (ForEachMaster), and on a client of one cluster node that node: a
-// script may read only keys of its own slot, so each primary writes one
-// record per slot it serves (trustKeyOf), naming its own run_id, and the
-// slot's owner record naming it and its replication ID since 0 (doc.go,
-// "Failovers and moved slots"). Replicas are never vouched: one promoted
-// later — or this primary promoted back after a failover — has another
-// replication ID, and sits out the guard. A slot moved later carries its
-// records to another server, which they do not vouch for.
-//
-// A replica is refused with ErrReplica (its votes never count), whether or
-// not it accepts writes. It needs INFO, SET and HSET (and, on a cluster,
-// CLUSTER MYID and CLUSTER SLOTS) on node; it does not close node.
+// lease to forget (a new master), so that Clients count its grants at once
+// instead of after the restart guard. Never use it after a restart that may
+// have lost leases; call CheckNew first (doc.go, "Vouching for new masters").
 func TrustStart(ctx context.Context, node redis.UniversalClient) error {
 	if cc, ok := node.(*redis.ClusterClient); ok {
 		return cc.ForEachMaster(ctx, func(ctx context.Context, p *redis.Client) error {

@@ -26,7 +26,7 @@ const NewSpread = 10 * time.Second
 // given with it (Other, an index into CheckNew's nodes; the node itself
 // when it holds locks) shows the deployment in use.
 type InUseError struct {
-	Other int
+	Other int    // index in CheckNew's nodes of the node in use
 	Why   string // e.g. "holds 2 live locks under \"quorumlock:\" (quorumlock:{k})"
 }
 
@@ -40,24 +40,8 @@ func (e *InUseError) Is(t error) bool { return t == ErrInUse }
 const holdsRecheck = 300 * time.Millisecond
 
 // CheckNew reports, for each of nodes, whether vouching for it with
-// TrustStart is safe: nil, or why not. TrustStart is for new masters; after
-// a master restarted without its data while others held locks, a vouch
-// would count it at once and could grant a key a holder still holds. So a
-// node is refused (an error matching ErrInUse, an *InUseError) when any node
-// given holds a live lock, reader or permit under prefix, or when another
-// node given has been up longer than it by more than NewSpread; a replica
-// is refused with ErrReplica; a node CheckNew cannot read is refused with
-// that error. A node whose running process is already vouched for is not
-// checked: vouching again changes nothing. Pass every master of the
-// deployment, so that their locks and starts are seen.
-//
-// A *redis.ClusterClient is surveyed on every primary of its cluster
-// (replicas are never vouched): its locks are all the primaries' locks, its
-// start the youngest primary's, and a primary up longer than another by
-// more than NewSpread shows the cluster in use, as between nodes.
-//
-// It reads INFO, the vouch (TrustKey, or on a cluster a primary's slot's
-// record) and SCANs each node's keys under prefix; it writes nothing.
+// TrustStart is safe: nil, or why not (ErrInUse, ErrReplica). It writes
+// nothing. See doc.go, "Vouching for new masters".
 func CheckNew(ctx context.Context, nodes []redis.UniversalClient, prefix string) []error {
 	ss := make([]survey, len(nodes))
 	forEach(len(nodes), func(i int) { ss[i] = surveyNode(ctx, nodes[i], prefix) })
