@@ -11,12 +11,9 @@ import (
 	"github.com/seed818c56a1/quorumlock/clock"
 )
 
-// TryLock makes one attempt to acquire key and returns at once: the Lock, or
-// an error matching ErrNotObtained (errors.As gives the *QuorumError with
-// each node's vote). It does not queue, and it does not jump the queue: while
-// Lock callers wait for key, TryLock is refused even if key is free. A failed
-// attempt is undone on every node that may have granted it — including those
-// that did not answer in time — in the background, detached from ctx.
+// TryLock makes one attempt to acquire key and returns at once, never
+// ahead of waiters; a failed attempt matches ErrNotObtained and is undone
+// in the background (doc.go, "How a lock is acquired").
 func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	return c.tryLock(ctx, []string{key}, opts, writer)
 }
@@ -30,8 +27,8 @@ func (c *Client) tryLock(ctx context.Context, keys []string, opts []Option, kind
 	return a.tryOnce(ctx)
 }
 
-// tryOnce makes one attempt, told to the observers, and ends the call
-// newAcquisition counted.
+// tryOnce makes one attempt, reports it to the observers, and releases the
+// Client's count of calls in progress that newAcquisition took.
 func (a *acquisition) tryOnce(ctx context.Context) (*Lock, error) {
 	defer a.c.end()
 	if err := ctx.Err(); err != nil {
@@ -56,21 +53,10 @@ func (c *Client) observe(ctx context.Context, cfg *config, key string, wait bool
 	return ctx, func(l *Lock, err error) { obs.acquireDone(ctx, key, l, c.cfg.clock.Since(start), err) }
 }
 
-// Lock acquires key, waiting until it succeeds or ctx ends; when ctx has no
-// deadline, WithMaxWait bounds the wait. Waiters are served first come,
-// first served: each takes a ticket at its first attempt, and a free lock is
-// granted only to the oldest live ticket. A waiter is woken as soon as the
-// holder unlocks (the release is published on the key's channel); a
-// randomized exponential backoff, shortened to the holder's remaining lease,
-// is the fallback when a wake-up is lost.
-//
-// When Lock gives up, the error matches ErrNotObtained and ctx.Err() (or
-// context.DeadlineExceeded after the maximum wait), and errors.As gives the
-// last attempt's *QuorumError. Lock does not wait when waiting cannot help:
-// an attempt in which so many nodes fail for a lasting reason
-// (ErrStartUnknown, ErrReplica, NOPERM) that the others cannot make a
-// majority is returned at once; so is ErrClosed, and bad input
-// (ErrInvalid) is refused before anything is sent.
+// Lock acquires key, waiting in line until it succeeds or ctx ends
+// (bounded by WithMaxWait without a deadline). See doc.go, "Waiting, in
+// order" and "Errors", for the order of waiters and what a failed wait
+// returns.
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	return c.lock(ctx, []string{key}, opts, writer)
 }

@@ -67,8 +67,8 @@ func (a *acquisition) withHold() *acquisition {
 	return &at
 }
 
-// on returns a copy of a whose names on the nodes are kss: a semaphore's
-// attempt is about the permit each node granted.
+// on returns a copy of a for the keys kss: a semaphore's attempt, once
+// decided, acts on the permit the nodes granted.
 func (a *acquisition) on(kss keysets) *acquisition {
 	at := *a
 	at.kss = kss

@@ -15,24 +15,9 @@ import (
 // on the nodes, and every attempt reads all of them.
 const MaxLimit = 1024
 
-// Acquire takes one of limit permits of name, waiting until one is free or
-// ctx ends; when ctx has no deadline, WithMaxWait bounds the wait. The Lock
-// it returns holds that permit (Permit) as Lock holds a key: renewed, lost,
-// released and fenced the same way — Token is the permit's fencing token,
-// larger than every earlier token of that permit, so a store fenced per
-// permit (name and Permit) rejects a stalled holder's late writes.
-//
-// At most limit holders of name hold a permit at once, over the quorum and
-// under node faults (see the package doc). Waiters are served first come,
-// first served, one shared line per name: a free permit goes to the oldest
-// live waiter, and a release wakes it at once through the name's channel.
-// An owner given WithOwner holds at most one permit of a name: a nested
-// Acquire of the same owner adds a hold on the permit it already has.
-//
-// Every holder of name must use the same limit: while a permit is held, an
-// Acquire with another limit fails with ErrInvalid, having changed nothing.
-// Acquire also refuses, with ErrInvalid and nothing sent, an empty or long
-// name and a limit outside [1, MaxLimit].
+// Acquire takes one of limit permits of name, waiting in line as Lock
+// does. The Lock holds that permit (Permit), fenced per permit. Every
+// holder of name must use the same limit; see doc.go, "Semaphores".
 func (c *Client) Acquire(ctx context.Context, name string, limit int, opts ...Option) (*Lock, error) {
 	a, err := c.newPermitAcquisition(ctx, name, limit, opts)
 	if err != nil {
@@ -41,10 +26,9 @@ func (c *Client) Acquire(ctx context.Context, name string, limit int, opts ...Op
 	return a.waitFor(ctx)
 }
 
-// TryAcquire makes one attempt to take one of limit permits of name and
-// returns at once, as TryLock does: it does not queue, and while Acquire
-// callers wait for name it takes a free permit only if there are more free
-// permits than waiters. It refuses the input Acquire refuses.
+// TryAcquire makes one attempt to take one of limit permits of name, as
+// TryLock does: with waiters in line it takes a permit only if more are
+// free than wait. It refuses the input Acquire refuses.
 func (c *Client) TryAcquire(ctx context.Context, name string, limit int, opts ...Option) (*Lock, error) {
 	a, err := c.newPermitAcquisition(ctx, name, limit, opts)
 	if err != nil {
@@ -62,15 +46,7 @@ func checkLimit(limit int) error {
 }
 
 // PermitKeys returns the names the library uses on the nodes for permit i
-// of the semaphore name under prefix. Every permit of a name shares its
-// waiters' queue, their leases and the channel; the permit's lock and its
-// fencing counter are its own: <prefix>{<tag>}:permit:<i> and
-// <prefix>{<tag>}:permit:<i>:fence (a permit has no readers: its Readers
-// name, :permit:<i>:readers, is never written), beside <prefix>{<tag>}:permits:queue,
-// :permits:leases, :permits:free (the channel) and :permits:limit (the
-// limit of the current holders; see LimitKey). <tag> is as in Keys, so that
-// a semaphore's names share one Cluster hash slot — and never meet the
-// names of a Lock of the same key.
+// of the semaphore name under prefix (doc.go, "Keys").
 func PermitKeys(prefix, name string, i int) KeyNames {
 	base := permitBase(prefix, name)
 	lock := base + ":permit:" + strconv.Itoa(i)
@@ -103,8 +79,9 @@ func (c *Client) newPermitAcquisition(ctx context.Context, name string, limit in
 	return a, nil
 }
 
-// votePermit is the index of the permit in a permit.lua grant's Value
-// {token, permit}; a refusal's Value is {shortest remaining lease}.
+// votePermit is the position of the permit number in the Value of a
+// permit.lua grant, {token, permit}; a refusal's Value is {shortest
+// remaining lease}.
 const votePermit = 1
 
 // permitCalls returns each node's permit.lua call: every node grants a free
