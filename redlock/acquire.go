@@ -35,7 +35,7 @@ func (a *acquisition) tryOnce(ctx context.Context) (*Lock, error) {
 		return nil, a.stopped(ctx, err, ErrNotObtained)
 	}
 	ctx, done := a.c.observe(ctx, &a.cfg, a.key, false)
-	l, _, err := a.attempt(ctx, &waiting{})
+	l, _, err := a.attempt(ctx, &place{})
 	done(l, err)
 	return l, err
 }
@@ -67,13 +67,13 @@ func (c *Client) lock(ctx context.Context, keys []string, opts []Option, kind ho
 	if err != nil {
 		return nil, err
 	}
-	return a.waitFor(ctx)
+	return a.waitInLine(ctx)
 }
 
-// waitFor makes attempts until one succeeds or ctx ends (wait), told to the
+// waitInLine makes attempts until one succeeds or ctx ends (retry), told to the
 // observers and bounded by the maximum wait when ctx has no deadline, and
 // ends the call newAcquisition counted.
-func (a *acquisition) waitFor(ctx context.Context) (*Lock, error) {
+func (a *acquisition) waitInLine(ctx context.Context) (*Lock, error) {
 	defer a.c.end()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -81,17 +81,17 @@ func (a *acquisition) waitFor(ctx context.Context) (*Lock, error) {
 		defer cancel()
 	}
 	ctx, done := a.c.observe(ctx, &a.cfg, a.key, true)
-	l, err := a.wait(ctx)
+	l, err := a.retry(ctx)
 	done(l, err)
 	return l, err
 }
 
-// wait makes attempts, in line, until one succeeds or ctx ends; between
+// retry makes attempts, in line, until one succeeds or ctx ends; between
 // attempts it sleeps a backoff, shortened to the holder's remaining lease,
 // or until a release is announced on its line's channels (line).
-func (a *acquisition) wait(ctx context.Context) (*Lock, error) {
+func (a *acquisition) retry(ctx context.Context) (*Lock, error) {
 	c, cfg := a.c, &a.cfg
-	w := &waiting{ticket: strconv.FormatInt(cfg.clock.Now().UnixMilli(), 10)}
+	w := &place{ticket: strconv.FormatInt(cfg.clock.Now().UnixMilli(), 10)}
 	b := cfg.backoff()
 	var wake <-chan struct{}
 	var last error = ErrNotObtained
@@ -111,7 +111,7 @@ func (a *acquisition) wait(ctx context.Context) (*Lock, error) {
 		last = err
 		if wake == nil {
 			var stop func()
-			wake, stop = c.bell.listen(a.line().channels(), a.id.waiter())
+			wake, stop = c.bell.listen(a.line().channels(), a.id.queueMember())
 			defer stop()
 			w.queued = true
 		}
@@ -173,10 +173,10 @@ func (cfg *config) identity(kind holdKind) identity {
 // readerMark starts a reader's member of the waiters' queues.
 const readerMark = "r:"
 
-// waiter is id's member of the waiters' queues, and what a wake-up names it
-// by: its owner, or "r:<owner>" for a reader — so that a waiter is known as
+// queueMember is id's member of the waiters' queues, and what a wake-up
+// names it by: its owner, or "r:<owner>" for a reader — so that a waiter is known as
 // a reader or a writer, and an owner's reader and writer are two waiters.
-func (id identity) waiter() string {
+func (id identity) queueMember() string {
 	if id.kind == reader {
 		return readerMark + id.owner
 	}

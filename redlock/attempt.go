@@ -67,9 +67,9 @@ func (a *acquisition) withHold() *acquisition {
 	return &at
 }
 
-// on returns a copy of a for the keys kss: a semaphore's attempt, once
+// forKeys returns a copy of a for the keys kss: a semaphore's attempt, once
 // decided, acts on the permit the nodes granted.
-func (a *acquisition) on(kss keysets) *acquisition {
+func (a *acquisition) forKeys(kss keysets) *acquisition {
 	at := *a
 	at.kss = kss
 	return &at
@@ -78,7 +78,7 @@ func (a *acquisition) on(kss keysets) *acquisition {
 // attempt runs one round for a's keys, or one permit of a semaphore, in line
 // as w says (a zero w: one-shot, not queued). On failure it also returns the
 // shortest remaining lease among the refusals (0 if none) as a retry hint.
-func (a *acquisition) attempt(ctx context.Context, w *waiting) (*Lock, time.Duration, error) {
+func (a *acquisition) attempt(ctx context.Context, w *place) (*Lock, time.Duration, error) {
 	at := a.withHold()
 	c, cfg := a.c, &a.cfg
 	decided := make(chan struct{})
@@ -104,7 +104,7 @@ func (a *acquisition) attempt(ctx context.Context, w *waiting) (*Lock, time.Dura
 	permit, won, held := -1, t, at // keys: every grant holds them all
 	if a.limit > 0 {
 		permit, won = a.winner(&t)
-		held = at.on(at.kss[permit : permit+1])
+		held = at.forKeys(at.kss[permit : permit+1])
 	}
 	if won.Won() && cfg.clock.Now().Before(usable) {
 		if f, ok := held.fence(ctx, &won); ok && cfg.clock.Now().Before(usable) {
@@ -124,7 +124,7 @@ func (a *acquisition) attempt(ctx context.Context, w *waiting) (*Lock, time.Dura
 
 // late handles node n's answer v to attempt a, which came after the round
 // was decided; l is the Lock the attempt won, nil if it failed.
-func (a *acquisition) late(n int, v quorum.Vote[[]int64], l *Lock, w *waiting) {
+func (a *acquisition) late(n int, v quorum.Vote[[]int64], l *Lock, w *place) {
 	on := a.grantedOn(v)
 	switch {
 	case l == nil: // the attempt failed; undo skipped n while its call ran

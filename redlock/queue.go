@@ -7,11 +7,11 @@ import (
 	"github.com/seed818c56a1/quorumlock/quorum"
 )
 
-// waiting is a Lock's (or an Acquire's) place in line over its attempts: the
+// place is a Lock's (or an Acquire's) place in line over its attempts: the
 // ticket that orders it on every node, taken at its first attempt ("" for a
 // one-shot attempt, which never queues), whether a refusal has put it in
 // line, and whether it has given up.
-type waiting struct {
+type place struct {
 	ticket string
 	queued bool
 	// gone is set once the waiter has given up. A refusal answering after
@@ -24,7 +24,7 @@ type waiting struct {
 // giveUp leaves the waiters' queues, if w had joined them, and returns err.
 // It marks w gone first, so that a refusal answering late — after the
 // leave — is left by the attempt's Late.
-func (a *acquisition) giveUp(ctx context.Context, w *waiting, err error) error {
+func (a *acquisition) giveUp(ctx context.Context, w *place, err error) error {
 	w.gone.Store(true)
 	if w.queued {
 		a.c.spawn(func() { a.leave(ctx) })

@@ -23,7 +23,7 @@ func (c *Client) Acquire(ctx context.Context, name string, limit int, opts ...Op
 	if err != nil {
 		return nil, err
 	}
-	return a.waitFor(ctx)
+	return a.waitInLine(ctx)
 }
 
 // TryAcquire makes one attempt to take one of limit permits of name, as
@@ -79,10 +79,10 @@ func (c *Client) newPermitAcquisition(ctx context.Context, name string, limit in
 	return a, nil
 }
 
-// votePermit is the position of the permit number in the Value of a
+// permitIndex is the position of the permit number in the Value of a
 // permit.lua grant, {token, permit}; a refusal's Value is {shortest
 // remaining lease}.
-const votePermit = 1
+const permitIndex = 1
 
 // permitCalls returns each node's permit.lua call: every node grants a free
 // permit, the first from a.prefer, so that nodes in one state pick the same.
@@ -116,7 +116,7 @@ func grantsPerPermit(t *quorum.Tally[[]int64]) map[int]int {
 	m := map[int]int{}
 	for _, v := range t.Votes {
 		if v.Outcome == quorum.Granted {
-			m[int(v.Value[votePermit])]++
+			m[int(v.Value[permitIndex])]++
 		}
 	}
 	return m
@@ -144,9 +144,9 @@ func (a *acquisition) winner(t *quorum.Tally[[]int64]) (int, quorum.Tally[[]int6
 	won := *t
 	won.Votes = slices.Clone(t.Votes)
 	for n, v := range won.Votes {
-		if v.Outcome == quorum.Granted && int(v.Value[votePermit]) != permit {
+		if v.Outcome == quorum.Granted && int(v.Value[permitIndex]) != permit {
 			won.Votes[n] = quorum.Vote[[]int64]{Outcome: quorum.Failed,
-				Err: fmt.Errorf("redlock: granted permit %d, not %d", v.Value[votePermit], permit)}
+				Err: fmt.Errorf("redlock: granted permit %d, not %d", v.Value[permitIndex], permit)}
 		}
 	}
 	return permit, won
@@ -160,7 +160,7 @@ func (a *acquisition) grantedOn(v quorum.Vote[[]int64]) *acquisition {
 		return a
 	}
 	p := a.permitOf(v)
-	return a.on(a.kss[p : p+1])
+	return a.forKeys(a.kss[p : p+1])
 }
 
 // permitOf is the permit granted by v, a grant, or -1 for keys.
@@ -168,7 +168,7 @@ func (a *acquisition) permitOf(v quorum.Vote[[]int64]) int {
 	if a.limit == 0 {
 		return -1
 	}
-	return int(v.Value[votePermit])
+	return int(v.Value[permitIndex])
 }
 
 // line is the names of a's waiters' line: every key's, or a semaphore's
