@@ -1,0 +1,96 @@
+package redlock
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
+)
+
+// setScript writes KEYS[1]: a one-key script, which a node importing a
+// slot runs after ASKING even though the key is not there yet.
+const setScript = "return redis.call('set', KEYS[1], ARGV[1])"
+
+// shardNode starts one member of three shards and returns it with a node
+// over its cluster client, whose slot map is loaded.
+func shardNode(t *testing.T, ctx context.Context) (*redislab.Member, *node) {
+	t.Helper()
+	lab := redislab.StartShards(t, 1, 3)
+	nd := newNode(lab.ClusterClients(t)[0], time.Second)
+	t.Cleanup(nd.close)
+	m := lab.Members[0]
+	for _, s := range m.Shards {
+		if err := nd.do(ctx, "eval", setScript, 1, s.Keys("warm", 1)[0], "x").Err(); err != nil {
+			t.Fatalf("a call to shard %d: %v", s.First, err)
+		}
+	}
+	return m, nd
+}
+
+// A slot moved after the node loaded its slot map: the old owner answers
+// MOVED, and the call is sent once more to the new one, which runs it.
+func TestShardRouteFollowsMoved(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, nd := shardNode(t, ctx)
+	key := m.Shards[0].Keys("moved", 1)[0]
+	if err := m.MoveSlot(ctx, redislab.Slot(key), m.Shards[2]); err != nil {
+		t.Fatalf("MoveSlot: %v", err)
+	}
+	if err := nd.do(ctx, "eval", setScript, 1, key, "v").Err(); err != nil {
+		t.Fatalf("a call on a slot moved since the slot map was loaded: %v; want it run by the new owner", err)
+	}
+	if has, err := m.Shards[2].Primary().Holds(ctx, key); err != nil || !has {
+		t.Fatalf("the new owner holds %s: %v, %v; want true", key, has, err)
+	}
+}
+
+// A slot being migrated, its key not on the source yet: the source answers
+// ASK, and the call goes to the importing node after ASKING, on one
+// connection.
+func TestShardRouteFollowsAsk(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, nd := shardNode(t, ctx)
+	key := m.Shards[0].Keys("asked", 1)[0]
+	src, dst := m.Shards[0].Primary(), m.Shards[2].Primary()
+	migrating(t, ctx, redislab.Slot(key), src, dst)
+	if err := nd.do(ctx, "eval", setScript, 1, key, "v").Err(); err != nil {
+		t.Fatalf("a call on a slot being migrated: %v; want it run by the importing node", err)
+	}
+	// The importing node answers for the slot only after ASKING.
+	c := redis.NewClient(&redis.Options{Addr: dst.Addr()})
+	defer c.Close()
+	pl := c.Pipeline()
+	pl.Do(ctx, "asking")
+	exists := pl.Exists(ctx, key)
+	if _, err := pl.Exec(ctx); err != nil || exists.Val() != 1 {
+		t.Fatalf("the importing node holds %s: %d, %v; want 1", key, exists.Val(), err)
+	}
+}
+
+// migrating marks slot as moving from src to dst, without moving it.
+func migrating(t *testing.T, ctx context.Context, slot int, src, dst *redislab.Node) {
+	t.Helper()
+	srcID, err1 := src.ID(ctx)
+	dstID, err2 := dst.ID(ctx)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("node IDs: %v, %v", err1, err2)
+	}
+	for _, step := range []struct {
+		n    *redislab.Node
+		args []any
+	}{
+		{dst, []any{"cluster", "setslot", slot, "importing", srcID}},
+		{src, []any{"cluster", "setslot", slot, "migrating", dstID}},
+	} {
+		c := redis.NewClient(&redis.Options{Addr: step.n.Addr()})
+		err := c.Do(ctx, step.args...).Err()
+		c.Close()
+		if err != nil {
+			t.Fatalf("%v on %s: %v", step.args, step.n.Addr(), err)
+		}
+	}
+}
