@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +60,13 @@ func TestShardRouteFollowsAsk(t *testing.T) {
 	migrating(t, ctx, redislab.Slot(key), src, dst)
 	if err := nd.do(ctx, "eval", setScript, 1, key, "v").Err(); err != nil {
 		t.Fatalf("a call on a slot being migrated: %v; want it run by the importing node", err)
+	}
+	// A script of two keys, both missing: the importing node refuses it
+	// even after ASKING (TRYAGAIN) — an error, never a vote.
+	two := "{" + key + "}a"
+	err := nd.do(ctx, "eval", "return 1", 2, two, "{"+key+"}b").Err()
+	if err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") {
+		t.Errorf("a two-key script on a slot being migrated: %v; want TRYAGAIN from the importing node", err)
 	}
 	// The importing node answers for the slot only after ASKING.
 	c := redis.NewClient(&redis.Options{Addr: dst.Addr()})
