@@ -2,11 +2,13 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/autopipe"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
 )
 
@@ -100,5 +102,31 @@ func migrating(t *testing.T, ctx context.Context, slot int, src, dst *redislab.N
 		if err != nil {
 			t.Fatalf("%v on %s: %v", step.args, step.n.Addr(), err)
 		}
+	}
+}
+
+// A route unused for routeIdle is dropped, its pipe closed, once a new
+// primary is met: a primary that lost its slots keeps no client.
+func TestShardRouteDropsIdleRoutes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, nd := shardNode(t, ctx)
+	s := nd.shards
+	idle := s.routes[m.Shards[1].Primary().Addr()]
+	if idle == nil || len(s.routes) != 3 {
+		t.Fatalf("routes after a call to each shard: %d, shard 1's %v; want 3, one to shard 1", len(s.routes), idle)
+	}
+	idle.used.Store(time.Now().Add(-routeIdle).UnixNano())
+	gone := m.Shards[2].Primary().Addr() // met anew below
+	s.routes[gone].close()
+	delete(s.routes, gone)
+	if err := nd.do(ctx, "eval", setScript, 1, m.Shards[2].Keys("again", 1)[0], "v").Err(); err != nil {
+		t.Fatalf("a call to shard 2: %v", err)
+	}
+	if _, ok := s.routes[m.Shards[1].Primary().Addr()]; ok || len(s.routes) != 2 {
+		t.Errorf("routes after a new primary was met: %d, shard 1's kept %v; want 2, shard 1's dropped", len(s.routes), ok)
+	}
+	if err := idle.pipe.Do(ctx, "ping").Err(); !errors.Is(err, autopipe.ErrClosed) {
+		t.Errorf("the dropped route's pipe: %v; want closed", err)
 	}
 }
