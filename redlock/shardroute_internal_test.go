@@ -18,9 +18,9 @@ const setScript = "return redis.call('set', KEYS[1], ARGV[1])"
 
 // shardNode starts one member of three shards and returns it with a node
 // over its cluster client, whose slot map is loaded.
-func shardNode(t *testing.T, ctx context.Context) (*redislab.Member, *node) {
+func shardNode(t *testing.T, ctx context.Context, opts ...redislab.Option) (*redislab.Member, *node) {
 	t.Helper()
-	lab := redislab.StartShards(t, 1, 3)
+	lab := redislab.StartShards(t, 1, 3, opts...)
 	nd := newNode(lab.ClusterClients(t)[0], time.Second)
 	t.Cleanup(nd.close)
 	m := lab.Members[0]
@@ -129,4 +129,31 @@ func TestShardRouteDropsIdleRoutes(t *testing.T) {
 	if err := idle.pipe.Do(ctx, "ping").Err(); !errors.Is(err, autopipe.ErrClosed) {
 		t.Errorf("the dropped route's pipe: %v; want closed", err)
 	}
+}
+
+// A primary killed and its replica promoted: nothing answers MOVED, yet
+// the calls find the new primary soon, since a call that cannot reach a
+// primary reloads the slot map (go-redis alone would wait for its 60 s
+// reload interval).
+func TestShardRouteFindsPromotedReplica(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, nd := shardNode(t, ctx, redislab.WithReplicas())
+	s := m.Shards[0]
+	if err := s.Primary().Kill(); err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	if err := s.Failover(ctx); err != nil {
+		t.Fatalf("Failover: %v", err)
+	}
+	key := s.Keys("promoted", 1)[0]
+	var err error
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if err = nd.do(ctx, "eval", setScript, 1, key, "v").Err(); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("calls on shard 0 five seconds after its replica was promoted: %v; want them run by the new primary", err)
 }
