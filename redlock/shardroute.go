@@ -169,7 +169,7 @@ func (s *shardRoutes) dropIdle(now time.Time) []*route {
 	return idle
 }
 
-// each stops new routes and returns the existing ones.
+// stop refuses new routes and returns the existing ones.
 func (s *shardRoutes) stop() []*route {
 	s.mu.Lock()
 	defer s.mu.Unlock()
