@@ -144,6 +144,13 @@ type contention struct {
 	others, refused    atomic.Int64 // B's attempts on free keys of other shards, and failures among them
 }
 
+// freeTimeout is the node timeout of B's attempts on free keys: long, so
+// that a test process starved of CPU by a loaded machine does not fail them
+// (every member alike), while a call that waits behind another shard's —
+// one pipe per member — waits past any timeout, as long as the call it
+// waits for, and still fails.
+const freeTimeout = time.Second
+
 // contendShards makes B try the held keys again and again (4 goroutines)
 // while 4 others lock and unlock free keys on the shards in others, until
 // every held lock's validity is over. A grant of a held key while its lock
@@ -182,7 +189,7 @@ func contendShards(t *testing.T, ctx context.Context, lab *redislab.Sharded, b *
 			for i := 0; time.Now().Before(end); i++ {
 				c.others.Add(1)
 				// Goroutine g alone uses keys g, g+4, …: no contention.
-				l, err := b.TryLock(ctx, free[(g+4*i)%len(free)])
+				l, err := b.TryLock(ctx, free[(g+4*i)%len(free)], redlock.WithNodeTimeout(freeTimeout))
 				if err != nil {
 					if c.refused.Add(1) <= 3 {
 						t.Logf("B: a free key of shards %v: %v", others, err)
