@@ -58,6 +58,9 @@ func TestShardsSlotMovedWhileHeld(t *testing.T) {
 	if lost != 0 {
 		t.Errorf("A lost %d locks while every member stayed healthy, want 0", lost)
 	}
+	if n := c.refused.Load(); n != 0 {
+		t.Errorf("%d of %d attempts on free keys of the untouched shards failed while slots moved, want 0", n, c.others.Load())
+	}
 }
 
 // Issue 20: shard 0's primary killed in one member (no replica) while A
