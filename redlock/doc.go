@@ -81,7 +81,8 @@
 // late outcomes are awaited for the window at most, but a batch stuck on it,
 // and so Close, are bounded only by that client's own timeouts.
 //
-// Concurrent calls to a node are pipelined: one batch in flight per master,
+// Concurrent calls to a node are pipelined: one batch in flight per master
+// (per shard primary of a cluster member),
 // the next formed while it runs. A batch whose callers have all passed their
 // deadline (a blackholed master swallowed it) no longer holds up the next:
 // that one goes out at once on another connection (at most eight such
@@ -254,6 +255,25 @@
 // does not vouch for either. CheckNew on a cluster client surveys every
 // primary: the member's locks are all of theirs, its start its youngest
 // primary's.
+//
+// Calls are grouped per shard. A Client sends a cluster member's calls
+// through one route per primary — a client of its own and a pipe — chosen
+// by the slot of the call's keys in the member's slot map (the
+// ClusterClient's), so a shard that is slow, paused or restarting holds up
+// only its own keys' batches; an extension round's calls go per slot, a
+// slot's failure fails only its own locks' votes, and the watchdog's
+// batches are split so that each round's locks share one primary per
+// member. A slot map gone stale is met with a redirect: MOVED (the slot
+// has a new owner) reloads the map and sends the call once more to the
+// owner named; ASK (the slot is being migrated and its keys are not on the
+// source) sends it once more to the importing node, after ASKING on the
+// same connection in the same batch. A redirect is not an answer about the
+// lock: a vote counts only from a script's reply, which comes from the
+// server that ran it, the slot's owner (or the importing node under
+// ASKING); a second redirect, TRYAGAIN (a multi-key script while a
+// migration splits the slot's keys) or CLUSTERDOWN fails the vote, as any
+// error does. A primary that cannot be reached also has the slot map
+// reloaded, for its replica may have replaced it.
 //
 // What this assumes of a cluster member, besides what it assumes of a
 // master: each primary keeps its data across restarts or comes back as a

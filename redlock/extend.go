@@ -1,9 +1,12 @@
 package redlock
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/clock"
@@ -67,53 +70,81 @@ func (l *Lock) extended(t *quorum.Tally[bool], until time.Time) error {
 
 // extendOn runs the extension of locks on node n and returns each lock's
 // vote there: Granted (Value true when set by repair), Refused, or Failed
-// for a repair that cannot be counted.
+// for a repair that cannot be counted. On a cluster node, each hash slot's
+// call goes on its own and at once — those of one shard are batched on its
+// route — and a slot whose call fails fails its own locks' votes only; the
+// node's error is returned when every call failed.
 func (c *Client) extendOn(ctx context.Context, n int, locks []*Lock, repair bool) ([]quorum.Vote[bool], error) {
 	nd := c.nodes[n]
 	last := ""
 	if repair && locks[0].cfg.detectRestarts() {
 		last = nd.lastSaved()
 	}
-	results := make([]int64, len(locks))
-	// A repair counts by the start of the server that made it: on a
-	// cluster, each group's own.
-	learnt := make([]func() error, len(locks))
-	for _, group := range nd.groups(locks) {
-		var records []string
-		if last != "" {
-			records = nd.startKeys(locks[group[0]].kss[0].Lock)
+	groups := nd.groups(locks)
+	votes := make([]quorum.Vote[bool], len(locks))
+	errs := make([]error, len(groups))
+	if len(groups) == 1 {
+		errs[0] = c.extendGroup(ctx, n, locks, groups[0], repair, last, votes)
+	} else {
+		var wg sync.WaitGroup
+		for g, group := range groups {
+			wg.Go(func() { errs[g] = c.extendGroup(ctx, n, locks, group, repair, last, votes) })
 		}
-		reply, err := c.exec(ctx, n, extendCall(locks, group, repair, last, records)).Slice()
-		if err != nil {
-			return nil, err
+		wg.Wait()
+	}
+	var first error
+	for g, err := range errs {
+		if err == nil {
+			continue
 		}
-		k := 0 // the reply has one result per key of each lock of group
-		for _, i := range group {
-			if k+len(locks[i].kss) > len(reply) {
-				return nil, fmt.Errorf("redlock: unexpected reply to extend: %v", reply)
-			}
-			results[i] = lockResult(reply[k : k+len(locks[i].kss)])
-			k += len(locks[i].kss)
-		}
-		var start startInfo
-		if rest := reply[k:]; len(rest) > 0 {
-			start = startFields(rest)
-		}
-		st, err := nd.learn(start, c.cfg.clock.Now())
-		for _, i := range group {
-			learnt[i] = func() error {
-				if err != nil || locks[i].cfg.restartGuard() == 0 {
-					return err
-				}
-				return st.counted(locks[i].cfg.restartGuard(), c.cfg.clock.Now())
-			}
+		first = cmp.Or(first, err)
+		for _, i := range groups[g] {
+			votes[i] = quorum.Vote[bool]{Outcome: quorum.Failed, Err: err}
 		}
 	}
-	votes := make([]quorum.Vote[bool], len(locks))
-	for i := range locks {
-		votes[i] = repairVote(results[i], learnt[i])
+	if first != nil && slices.IndexFunc(errs, func(err error) bool { return err == nil }) < 0 {
+		return nil, first
 	}
 	return votes, nil
+}
+
+// extendGroup runs the extension of the locks at indexes group, which one
+// script call covers on node n, and sets their votes.
+func (c *Client) extendGroup(ctx context.Context, n int, locks []*Lock, group []int, repair bool, last string, votes []quorum.Vote[bool]) error {
+	nd := c.nodes[n]
+	var records []string
+	if last != "" {
+		records = nd.startKeys(locks[group[0]].kss[0].Lock)
+	}
+	reply, err := c.exec(ctx, n, extendCall(locks, group, repair, last, records)).Slice()
+	if err != nil {
+		return err
+	}
+	results := make([]int64, len(group))
+	k := 0 // the reply has one result per key of each lock of group
+	for g, i := range group {
+		if k+len(locks[i].kss) > len(reply) {
+			return fmt.Errorf("redlock: unexpected reply to extend: %v", reply)
+		}
+		results[g] = lockResult(reply[k : k+len(locks[i].kss)])
+		k += len(locks[i].kss)
+	}
+	var start startInfo
+	if rest := reply[k:]; len(rest) > 0 {
+		start = startFields(rest)
+	}
+	// A repair counts by the start of the server that made it: on a
+	// cluster, each group's own.
+	st, learnErr := nd.learn(start, c.cfg.clock.Now())
+	for g, i := range group {
+		votes[i] = repairVote(results[g], func() error {
+			if learnErr != nil || locks[i].cfg.restartGuard() == 0 {
+				return learnErr
+			}
+			return st.counted(locks[i].cfg.restartGuard(), c.cfg.clock.Now())
+		})
+	}
+	return nil
 }
 
 // lockResult is one lock's extend.lua result on a node from its keys'

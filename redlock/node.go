@@ -2,14 +2,12 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/seed818c56a1/quorumlock/internal/autopipe"
 )
 
 // A node is one master of a Client, with what the Client learnt of it.
@@ -17,8 +15,8 @@ type node struct {
 	rdb     redis.UniversalClient // the client calls go through: own, else the caller's
 	own     bool                  // rdb is the library's own (ownClient), closed with the Client
 	late    time.Duration         // the late window: how long past its ctx a call's outcome is awaited
-	pipe    *autopipe.Pipe        // batches the Client's concurrent calls to this node
-	warmth  warmth                // connections set up in the background (own only)
+	main    *route                // a plain master's one route (nil on a cluster)
+	shards  *shardRoutes          // a cluster's: one route per primary (nil on a plain master)
 	addr    string                // "" when the client type exposes none
 	cluster bool                  // a Redis Cluster: one script touches one hash slot
 
@@ -37,9 +35,13 @@ func newNode(given redis.UniversalClient, nodeTimeout time.Duration) *node {
 	n := &node{rdb: given, late: lateWindow(nodeTimeout), addr: addrOf(given), cluster: cluster}
 	if own := ownClient(given, socketBound(nodeTimeout)); own != nil {
 		n.rdb, n.own = own, true
-		n.warmth.budget = 4 * socketBound(nodeTimeout)
 	}
-	n.pipe = autopipe.New(n.rdb, autopipe.WithLateWindow(n.late))
+	if cc, ok := n.rdb.(*redis.ClusterClient); ok && n.own {
+		// Calls grouped per shard: one route per primary (shardroute.go).
+		n.shards = newShardRoutes(cc, nodeTimeout)
+	} else {
+		n.main = newRoute(n.rdb, n.own, nodeTimeout, n.late)
+	}
 	// A cluster client is a whole cluster, not one server: its own failover
 	// decides which of its servers is a master.
 	n.master.Store(cluster)
@@ -72,59 +74,36 @@ func (n *node) vet(ctx context.Context) error {
 	return nil
 }
 
-// do sends one command through the node's pipe: concurrent calls of the
-// Client to this node are written together and their replies read together.
-// It returns when the reply arrives or ctx ends; in the latter case it then
-// waits, for the node's late window at most, for the real outcome, so that a
-// Round's Late sees what the node really did — or else the abandoned call's
-// error: outcome unknown, undone like a timeout (see the package doc on
-// late grants).
+// do sends one script call (args as for EVALSHA or EVAL) to the node: to
+// its one route on a plain master, else to the route of the primary owning
+// the call's keys (shardroute.go). See route.call for when it returns.
 func (n *node) do(ctx context.Context, args ...any) *redis.Cmd {
-	if n.own && !n.warmth.first.Load() && n.warmth.first.CompareAndSwap(false, true) {
-		n.warmth.start(n.rdb) // the first call dials too: set one up beside it
+	if n.shards != nil {
+		return n.shards.do(ctx, n.late, args)
 	}
-	late := make(chan *redis.Cmd, 1) // never blocks the pipe's late callback
-	cmd := n.pipe.DoLate(ctx, func(c *redis.Cmd) { late <- c }, args...)
-	// Only an abandoned call has a late outcome coming: one whose real
-	// outcome is itself a context error (its batch ran out of time) has not.
-	if !errors.Is(cmd.Err(), autopipe.ErrAbandoned) {
-		n.warmAfter(cmd.Err())
-		return cmd
-	}
-	wait := time.NewTimer(n.late)
-	defer wait.Stop()
-	select {
-	case cmd = <-late:
-	case <-wait.C:
-	}
-	n.warmAfter(cmd.Err())
-	return cmd
+	return n.main.call(ctx, n.late, false, args)
 }
 
-// warmAfter sets up a connection in the background after a call that got
-// no answer from the node (see warmth).
-func (n *node) warmAfter(err error) {
-	var reply redis.Error
-	if err != nil && n.own && !errors.As(err, &reply) {
-		n.warmth.start(n.rdb)
-	}
-}
-
-// cut drops every connection of the node's own client at once — a read
+// cut drops every connection of the node's own clients at once — a read
 // stuck on a frozen master included — and fails every later call: Close's
 // last resort. A caller's client (not own) is never touched.
 func (n *node) cut() {
-	if n.own {
+	if n.shards != nil {
+		n.shards.cut()
 		n.rdb.Close()
+		return
 	}
+	n.main.cut()
 }
 
-// close closes the node's own client — every call of the Client has ended
-// by now: what the pipe may still read is a batch nobody waits for — then
-// stops the pipe, and waits for the connection being set up, if any.
+// close closes the node's own clients — every call of the Client has ended
+// by now: what a pipe may still read is a batch nobody waits for — then
+// stops the pipes, and waits for the connections being set up, if any.
 func (n *node) close() {
-	n.warmth.stop()
-	n.cut()
-	n.pipe.Close()
-	n.warmth.wg.Wait()
+	if n.shards != nil {
+		n.shards.close()
+		n.rdb.Close()
+		return
+	}
+	n.main.close()
 }

@@ -45,21 +45,7 @@ func socketBound(nodeTimeout time.Duration) time.Duration {
 func ownClient(rdb redis.UniversalClient, bound time.Duration) redis.UniversalClient {
 	switch r := rdb.(type) {
 	case *redis.Client:
-		o := *r.Options()
-		o.MaintNotificationsConfig = noMaintNotifications()
-		// Client-side caching would share the caller's cache: the library
-		// reads nothing it could cache.
-		o.ClientSideCache, o.ClientSideCacheConfig = nil, nil
-		o.PushNotificationProcessor = nil // the caller's has its handlers already
-		o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
-		o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = bound, bound, bound, bound
-		o.PoolSize, o.PipelinePoolSize, o.MaxConcurrentDials = ownPoolSize, ownPoolSize, 0
-		o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns = 0, 0, 0
-		if isDefaultDialer(o.Dialer) {
-			o.Dialer = nil // NewClient makes one for o: bounded, TLS included
-		}
-		o.Dialer = boundDialer(o.Dialer, bound)
-		return redis.NewClient(&o)
+		return ownServerClient(*r.Options(), bound)
 	case *redis.ClusterClient:
 		o := *r.Options()
 		o.MaintNotificationsConfig = noMaintNotifications()
@@ -80,6 +66,26 @@ func ownClient(rdb redis.UniversalClient, bound time.Duration) redis.UniversalCl
 		return redis.NewRing(&o)
 	}
 	return nil
+}
+
+// ownServerClient returns the library's own client to one server, built
+// from o as ownClient says: a plain master given, or one primary of a
+// cluster member (route.go).
+func ownServerClient(o redis.Options, bound time.Duration) *redis.Client {
+	o.MaintNotificationsConfig = noMaintNotifications()
+	// Client-side caching would share the caller's cache: the library
+	// reads nothing it could cache.
+	o.ClientSideCache, o.ClientSideCacheConfig = nil, nil
+	o.PushNotificationProcessor = nil // the caller's has its handlers already
+	o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = bound, bound, bound, bound
+	o.PoolSize, o.PipelinePoolSize, o.MaxConcurrentDials = ownPoolSize, ownPoolSize, 0
+	o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns = 0, 0, 0
+	if isDefaultDialer(o.Dialer) {
+		o.Dialer = nil // NewClient makes one for o: bounded, TLS included
+	}
+	o.Dialer = boundDialer(o.Dialer, bound)
+	return redis.NewClient(&o)
 }
 
 // noMaintNotifications turns off go-redis's maintenance notifications

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,26 +79,87 @@ func (r *renewer) arm() {
 }
 
 // fire takes the locks due, and renews them in batches, at most
-// renewRounds of them at once: a burst of rounds would queue on the redis
-// clients' pools and time out together.
+// renewRounds of them at once per shard (byShard): a burst of rounds would
+// queue on the redis clients' pools and time out together, and the rounds
+// of a slow shard must not hold up the others'.
 func (r *renewer) fire() {
 	if !r.c.begin() {
 		return
 	}
 	defer r.c.end()
-	batches := r.take()
+	var wg sync.WaitGroup
+	for _, batches := range r.c.byShard(r.take()) {
+		wg.Add(1)
+		r.c.spawn(func() {
+			defer wg.Done()
+			r.c.renewAll(batches)
+		})
+	}
+	wg.Wait()
+}
+
+// renewAll renews batches, at most renewRounds of them at once.
+func (c *Client) renewAll(batches [][]*Lock) {
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, renewRounds)
 	for _, batch := range batches {
 		slots <- struct{}{}
 		wg.Add(1)
-		r.c.spawn(func() {
+		c.spawn(func() {
 			defer wg.Done()
-			r.c.renewBatch(batch)
+			c.renewBatch(batch)
 			<-slots
 		})
 	}
 	wg.Wait()
+}
+
+// byShard splits batches by the shards their locks live on: with cluster
+// nodes, locks go in one batch only if, on every cluster node, their slots
+// have one owner in its slot map — so that one round's calls all go to
+// one primary per node, and a shard that is slow or down delays only its
+// own locks' renewals. Without cluster nodes it returns batches as they
+// are.
+func (c *Client) byShard(batches [][]*Lock) [][][]*Lock {
+	if !c.hasCluster() {
+		return [][][]*Lock{batches}
+	}
+	shards := map[string][][]*Lock{}
+	var order []string
+	for _, batch := range batches {
+		parts := map[string][]*Lock{}
+		var keys []string
+		for _, l := range batch {
+			k := c.shardOf(l.kss[0].Lock)
+			if parts[k] == nil {
+				keys = append(keys, k)
+			}
+			parts[k] = append(parts[k], l)
+		}
+		for _, k := range keys {
+			if shards[k] == nil {
+				order = append(order, k)
+			}
+			shards[k] = append(shards[k], parts[k])
+		}
+	}
+	out := make([][][]*Lock, len(order))
+	for i, k := range order {
+		out[i] = shards[k]
+	}
+	return out
+}
+
+// shardOf names the primaries owning key's slot on the cluster nodes.
+func (c *Client) shardOf(key string) string {
+	var b strings.Builder
+	for _, nd := range c.nodes {
+		if nd.shards != nil {
+			b.WriteString(nd.shards.ownerAddr(key, c.cfg.nodeTimeout))
+			b.WriteByte(' ')
+		}
+	}
+	return b.String()
 }
 
 // renewRounds bounds the batched renewal rounds of one Client in flight.

@@ -2,7 +2,6 @@ package redlock_test
 
 import (
 	"errors"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -13,10 +12,9 @@ import (
 
 // Issue 20: a slot moved by resharding while a lock on it is held, in every
 // member. The keys move with MIGRATE, so no member loses the lock: B must
-// not be granted it, and A, renewing, must not lose it. This one passes
-// today; it guards the per-shard rewrite.
+// not be granted it, and A, renewing, must not lose it: calls on the moved
+// slots meet MOVED and ASK, and follow them (issue 20, item 3).
 func TestShardsSlotMovedWhileHeld(t *testing.T) {
-	issue20(t, "slots moved while locks on them are held")
 	lab, clients, b, _ := shardedMembers(t)
 	ctx := ctxFor(t, time.Minute)
 	a := newClient(t, clients, redlock.WithTTL(shardTTL), redlock.WithRestartGuard(0))
@@ -60,15 +58,15 @@ func TestShardsSlotMovedWhileHeld(t *testing.T) {
 	if lost != 0 {
 		t.Errorf("A lost %d locks while every member stayed healthy, want 0", lost)
 	}
+	if n := c.refused.Load(); n != 0 {
+		t.Errorf("%d of %d attempts on free keys of the untouched shards failed while slots moved, want 0", n, c.others.Load())
+	}
 }
 
 // Issue 20: shard 0's primary killed in one member (no replica) while A
 // holds keys on it. The two other members keep A's lock (checked in every
 // run). The killed shard must not hold up its member's other shards — no
-// vote of theirs fails — which needs calls grouped per shard (issue 20,
-// item 3, not built: one pipe per member): checked only with
-// REDLOCK_ISSUE20 set, since a refused connection usually fails at once but
-// not always (1 failed vote of 3,061 in one CI rehearsal under load).
+// vote of theirs fails: calls are grouped per shard (issue 20, item 3).
 func TestShardsKilledShard(t *testing.T) {
 	lab, clients, b, seen := shardedMembers(t)
 	ctx := ctxFor(t, time.Minute)
@@ -84,10 +82,6 @@ func TestShardsKilledShard(t *testing.T) {
 		t.Errorf("%d overlapping holds with a shard killed in one member, want 0", n)
 	}
 	if n := seen.failed[1].Load() + seen.failed[2].Load(); n != 0 {
-		if os.Getenv(issue20Env) == "" {
-			t.Logf("%d votes on keys of the untouched shards failed (calls are not yet grouped per shard; %s=1 makes this an error)", n, issue20Env)
-			return
-		}
 		t.Errorf("%d votes on keys of the untouched shards failed, want 0: a dead shard delays only its own keys", n)
 	}
 }

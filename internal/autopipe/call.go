@@ -21,6 +21,7 @@ const (
 // is reused once both its caller and its sender are done with it.
 type call struct {
 	cmd   *redis.Cmd
+	pre   *redis.Cmd      // written just before cmd in its batch (DoLateAfter), reply dropped; or nil
 	ctx   context.Context // the caller's, checked when the batch forms; nil once taken
 	late  func(*redis.Cmd)
 	state atomic.Int32
@@ -37,7 +38,7 @@ func newCall(ctx context.Context, cmd *redis.Cmd, late func(*redis.Cmd)) *call {
 }
 
 func (c *call) free() {
-	c.cmd, c.ctx, c.late = nil, nil, nil
+	c.cmd, c.pre, c.ctx, c.late = nil, nil, nil, nil
 	callPool.Put(c)
 }
 
@@ -73,6 +74,16 @@ func (p *Pipe) Do(ctx context.Context, args ...any) *redis.Cmd {
 // This is how a caller undoes a write whose reply came after it gave up,
 // such as a lock granted by a slow node.
 func (p *Pipe) DoLate(ctx context.Context, late func(*redis.Cmd), args ...any) *redis.Cmd {
+	return p.DoLateAfter(ctx, late, nil, args...)
+}
+
+// DoLateAfter is DoLate, with pre (when not empty) written just before the
+// command, in the same batch and so on the same connection, with nothing
+// between them: a command that needs a connection state set by the one
+// before it, such as ASKING before a command redirected by a Redis
+// Cluster's ASK. The reply to pre is read and dropped; the outcome is the
+// command's alone (a connection error fails both).
+func (p *Pipe) DoLateAfter(ctx context.Context, late func(*redis.Cmd), pre []any, args ...any) *redis.Cmd {
 	cmd := redis.NewCmd(ctx, args...)
 	if len(args) == 0 {
 		cmd.SetErr(errNoArgs)
@@ -83,6 +94,9 @@ func (p *Pipe) DoLate(ctx context.Context, late func(*redis.Cmd), args ...any) *
 		return cmd
 	}
 	c := newCall(ctx, cmd, late)
+	if len(pre) > 0 {
+		c.pre = redis.NewCmd(ctx, pre...)
+	}
 	if !p.enqueue(c) {
 		c.free()
 		cmd.SetErr(closedNotSent)

@@ -221,3 +221,27 @@ func goDo(ctx context.Context, p *autopipe.Pipe, args ...any) <-chan *redis.Cmd 
 	go func() { ch <- p.Do(ctx, args...) }()
 	return ch
 }
+
+// TestDoLateAfterWritesPreJustBefore: the command pre sets a connection
+// state (CLIENT SETNAME) that the call reads back (CLIENT GETNAME): with
+// many callers and batches on several connections, each call must see its
+// own pre, written just before it on the same connection.
+func TestDoLateAfterWritesPreJustBefore(t *testing.T) {
+	lab := redislab.Start(t, 1)
+	p := newPipe(t, lab.Clients(t)[0], autopipe.WithMaxInFlight(3))
+	ctx := testkit.Context(t, 20*time.Second)
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for i := range 30 {
+				name := fmt.Sprintf("c%d-%d", w, i)
+				got, err := p.DoLateAfter(ctx, nil, []any{"client", "setname", name}, "client", "getname").Text()
+				if err != nil || got != name {
+					t.Errorf("CLIENT GETNAME after its own SETNAME = %q, %v; want %q", got, err, name)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -114,6 +114,9 @@ func (p *Pipe) run(b *batch) bool {
 			continue
 		}
 		kept = append(kept, c)
+		if c.pre != nil {
+			b.cmds = append(b.cmds, c.pre)
+		}
 		b.cmds = append(b.cmds, c.cmd)
 	}
 	keep := true

@@ -1,0 +1,99 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/autopipe"
+)
+
+// A route is the way to one server — a plain master, or one primary of a
+// cluster member (shards.go) — its client, the pipe that batches the
+// Client's calls to it, and the connections set up in the background.
+type route struct {
+	rdb    redis.UniversalClient
+	own    bool // rdb is the library's own: warmed, and closed with the Client
+	pipe   *autopipe.Pipe
+	warmth warmth
+	used   atomic.Int64 // unix nanoseconds of its last call (shard routes)
+}
+
+// newRoute returns the route over rdb, own or the caller's, whose calls'
+// late outcomes are awaited for late.
+func newRoute(rdb redis.UniversalClient, own bool, nodeTimeout, late time.Duration) *route {
+	r := &route{rdb: rdb, own: own, pipe: autopipe.New(rdb, autopipe.WithLateWindow(late))}
+	if own {
+		r.warmth.budget = 4 * socketBound(nodeTimeout)
+	}
+	return r
+}
+
+// call sends one command through the route's pipe — after ASKING, on the
+// same connection, if asking: concurrent calls of the Client to this server
+// are written together and their replies read together. It returns when
+// the reply arrives or ctx ends; in the latter case it then waits, for late
+// at most, for the real outcome, so that a Round's Late sees what the
+// server really did — or else the abandoned call's error: outcome unknown,
+// undone like a timeout (see the package doc on late grants).
+func (r *route) call(ctx context.Context, late time.Duration, asking bool, args []any) *redis.Cmd {
+	if r.own && !r.warmth.first.Load() && r.warmth.first.CompareAndSwap(false, true) {
+		r.warmth.start(r.rdb) // the first call dials too: set one up beside it
+	}
+	var pre []any
+	if asking {
+		pre = []any{"asking"}
+	}
+	lateCh := make(chan *redis.Cmd, 1) // never blocks the pipe's late callback
+	cmd := r.pipe.DoLateAfter(ctx, func(c *redis.Cmd) { lateCh <- c }, pre, args...)
+	// Only an abandoned call has a late outcome coming: one whose real
+	// outcome is itself a context error (its batch ran out of time) has not.
+	if !errors.Is(cmd.Err(), autopipe.ErrAbandoned) {
+		r.warmAfter(cmd.Err())
+		return cmd
+	}
+	wait := time.NewTimer(late)
+	defer wait.Stop()
+	select {
+	case cmd = <-lateCh:
+	case <-wait.C:
+	}
+	r.warmAfter(cmd.Err())
+	return cmd
+}
+
+// warmAfter sets up a connection in the background after a call that got
+// no answer from the server (see warmth).
+func (r *route) warmAfter(err error) {
+	if err != nil && r.own && !isReply(err) {
+		r.warmth.start(r.rdb)
+	}
+}
+
+// isReply reports whether err is an error reply of the server (it
+// answered), not a failure to reach it.
+func isReply(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply)
+}
+
+// cut drops every connection of the route's own client at once — a read
+// stuck on a frozen server included — and fails every later call. A
+// caller's client (not own) is never touched.
+func (r *route) cut() {
+	if r.own {
+		r.rdb.Close()
+	}
+}
+
+// close closes the route's own client — every call of the Client has ended
+// by now: what the pipe may still read is a batch nobody waits for — then
+// stops the pipe, and waits for the connection being set up, if any.
+func (r *route) close() {
+	r.warmth.stop()
+	r.cut()
+	r.pipe.Close()
+	r.warmth.wg.Wait()
+}
