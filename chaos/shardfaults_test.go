@@ -28,39 +28,47 @@ type shardFault struct {
 func shardFaults(takeover bool) []shardFault {
 	faults := []shardFault{
 		{"shard killed, restarted empty after > TTL", shardSoakTTL + shardSoakTTL/4, atHeal, func(s *shardSoak) func() {
-			nodes := s.primaries(s.pickShard())
+			shard, members := s.pickShard()
+			_, stop := s.probe(shard)
+			nodes := s.primaries(shard, members)
 			s.each(nodes, (*redislab.Node).Kill)
-			return func() { s.each(nodes, func(n *redislab.Node) error { return n.Restart(true) }) }
+			return func() { stop(); s.each(nodes, func(n *redislab.Node) error { return n.Restart(true) }) }
 		}},
-		{"shard restarted empty at once", 0, atInject, func(s *shardSoak) func() {
-			s.each(s.primaries(s.pickShard()), func(n *redislab.Node) error { return n.Restart(true) })
-			return func() {}
+		{"shard restarted empty at once", shardSoakTTL, atInject, func(s *shardSoak) func() {
+			shard, members := s.pickShard()
+			_, stop := s.probe(shard)
+			s.each(s.primaries(shard, members), func(n *redislab.Node) error { return n.Restart(true) })
+			return stop
 		}},
 		{"shard frozen (SIGSTOP)", 0, noRestart, func(s *shardSoak) func() {
-			nodes := s.primaries(s.pickShard())
+			shard, members := s.pickShard()
+			_, stop := s.probe(shard)
+			nodes := s.primaries(shard, members)
 			s.each(nodes, (*redislab.Node).Pause)
-			return func() { s.each(nodes, (*redislab.Node).Resume) }
+			return func() { s.each(nodes, (*redislab.Node).Resume); stop() }
 		}},
 		{"shard latency", 0, noRestart, func(s *shardSoak) func() {
 			d := time.Duration(s.rng.Int64N(int64(3 * shardSoakTimeout)))
 			shard, members := s.pickShard()
+			_, stop := s.probe(shard)
 			s.m.onShard(func(p *faultproxy.Proxy) { p.SetLatency(d, d) }, shard, members...)
-			return s.m.heal
+			return func() { s.m.heal(); stop() }
 		}},
 		{"shard blackholed", 0, noRestart, func(s *shardSoak) func() {
 			shard, members := s.pickShard()
+			_, stop := s.probe(shard)
 			s.m.onShard(func(p *faultproxy.Proxy) { p.SetBlackhole(true) }, shard, members...)
-			return s.m.heal
+			return func() { s.m.heal(); stop() }
 		}},
 		{"slot of a held key moved", 0, noRestart, func(s *shardSoak) func() {
-			s.moveSlot()
-			return func() {}
+			key, stop := s.probe(s.rng.IntN(len(s.lab.Members[0].Shards)))
+			s.moveSlot(key)
+			return stop
 		}},
 	}
 	if takeover {
 		faults = append(faults, shardFault{"stale replica promoted (TAKEOVER)", shardSoakTTL, atInject, func(s *shardSoak) func() {
-			s.staleTakeover()
-			return func() {}
+			return s.staleTakeover()
 		}})
 	}
 	return faults
@@ -98,12 +106,11 @@ func (s *shardSoak) each(nodes []*redislab.Node, op func(*redislab.Node) error) 
 	}
 }
 
-// moveSlot moves the slot of a random key in use — held, or soon to be —
-// from the shard that serves it to another, drawn at random, in one to
-// three members, one member after another, each once it has settled (a
-// shard restarted just before answers CLUSTERDOWN for about 2 s).
-func (s *shardSoak) moveSlot() {
-	key := s.keys[s.rng.IntN(len(s.keys))]
+// moveSlot moves the slot of key — the probe's, held — from the shard
+// that serves it to another, drawn at random, in one to three members, one
+// member after another, each once it has settled (a shard restarted just
+// before answers CLUSTERDOWN for about 2 s).
+func (s *shardSoak) moveSlot(key string) {
 	slot := redislab.Slot(key)
 	members := randomSubset(s.rng, len(s.lab.Members), 1+s.rng.IntN(len(s.lab.Members)))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -132,10 +139,15 @@ func (s *shardSoak) moveSlot() {
 }
 
 // staleTakeover cuts a random shard's replica off in one or two members,
-// lets the primaries grant without it for a quarter to three quarters of a
-// TTL, then promotes it with TAKEOVER: the promoted node lacks every write
-// since the cut, the locks granted or renewed meanwhile included.
-func (s *shardSoak) staleTakeover() {
+// lets the primaries grant without it for half a TTL to one and a half,
+// then promotes it with TAKEOVER in those members at once: the promoted
+// node lacks every write since the cut, the locks granted or renewed
+// meanwhile included (and a lease older than the cut may have run out
+// there). At once: one member after another, a holder's renewal would put
+// its lock back on the first promoted node before the second is. A probe,
+// locked once the replicas are cut, is held through it; the returned stop
+// ends the probe.
+func (s *shardSoak) staleTakeover() (stop func()) {
 	shard, members := s.pickShard()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -148,11 +160,21 @@ func (s *shardSoak) staleTakeover() {
 			s.t.Fatalf("sharded soak: member %d: %v", i, err)
 		}
 	}
-	pause(ctx, shardSoakTTL/4+time.Duration(s.rng.Int64N(int64(shardSoakTTL/2))))
-	for _, i := range members {
-		if err := s.lab.Members[i].Shards[shard].Failover(ctx); err != nil {
-			s.t.Fatalf("sharded soak: member %d: failover of shard %d: %v", i, shard, err)
-		}
-		s.promoted++
+	_, stop = s.probe(shard)
+	pause(ctx, shardSoakTTL/2+time.Duration(s.rng.Int64N(int64(shardSoakTTL))))
+	errs := make([]error, len(members))
+	var wg sync.WaitGroup
+	for k, i := range members {
+		wg.Go(func() {
+			if err := s.lab.Members[i].Shards[shard].Failover(ctx); err != nil {
+				errs[k] = fmt.Errorf("member %d: failover of shard %d: %w", i, shard, err)
+			}
+		})
 	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		s.t.Fatalf("sharded soak: %v", err)
+	}
+	s.promoted += len(members)
+	return stop
 }

@@ -68,9 +68,7 @@ func TestShardSoak(t *testing.T) {
 	t.Cleanup(closeAll) // after the holders stopped
 	ctx := testkit.Context(t, *soakDur+5*time.Minute)
 	var stops []func()
-	for i, sh := range lab.Members[0].Shards {
-		key := sh.Keys("long", 1)[0]
-		s.keys = append(s.keys, key)
+	for i, key := range s.longKeys {
 		stops = append(stops, longHolds(ctx, rec, seats[i%len(seats)], key, shardSoakTTL, *soakSeed+uint64(i)))
 	}
 	lag := probeLag(rec.Now)
@@ -113,15 +111,24 @@ type shardSoak struct {
 	faults   []shardFault
 	rng      *rand.Rand
 	keys     []string // every key in use (LockMany's: one, its slot's)
+	longKeys []string // one per shard, held long and renewed (longHolds)
 	episodes []episode
 	moved    int // slot moves, one per member
 	promoted int // stale replicas promoted
+	probes   int // probe keys held through a fault (probe)
 }
 
 // workloads returns the holders, over the soak's seats and into its
 // Recorder, with keys on every shard: per client a waiting and a trying
 // holder of Lock on one key of each shard, of LockMany (1–3 of 4 keys of
-// one slot) on shard 0, of RLock/Lock on shard 1 and of Acquire on shard 2.
+// one slot) on shard 0, of RLock/Lock on shard 1 and of Acquire on shard 2;
+// and on each shard's long key (s.longKeys, held for 1 to 5 TTLs by
+// longHolds through client i) a waiting and a trying rival through the
+// next client, each holding it up to a TTL. The rivals keep the long key
+// held, by holds that begin at any time and span faults, and contended: a
+// fault that loses a lease shows as an overlap only if the lease was
+// granted where it is lost and someone else asks for the key while it is
+// held — the other holds last at most a few milliseconds.
 func (s *shardSoak) workloads() []*contention {
 	shards := s.lab.Members[0].Shards // every member starts with the same slot ranges
 	newW := func(kind holdKind, key string) *contention {
@@ -131,6 +138,12 @@ func (s *shardSoak) workloads() []*contention {
 	var ws []*contention
 	for _, sh := range shards {
 		ws = append(ws, newW(kindLock, sh.Keys("k", 1)[0]))
+	}
+	for i, sh := range shards {
+		s.longKeys = append(s.longKeys, sh.Keys("long", 1)[0])
+		rival := newW(kindLock, s.longKeys[i])
+		rival.seats, rival.maxWork = s.seats[(i+1)%len(s.seats):][:1], shardSoakTTL
+		ws = append(ws, rival)
 	}
 	many := sameSlotKeys(shards[0], "m", len(manyKeys))
 	w := newW(kindMany, many[0])
@@ -188,8 +201,8 @@ func (s *shardSoak) report(lag *lagLog, ws []*contention) {
 	for _, e := range s.episodes {
 		fresh += e.fresh
 	}
-	t.Logf("worst timer lateness in this process during the soak: %v; %d fresh clients drawn; %d slot moves; %d stale replicas promoted; %d dials to an unknown address",
-		lag.max().Round(time.Millisecond), fresh, s.moved, s.promoted, s.m.stray.Load())
+	t.Logf("worst timer lateness in this process during the soak: %v; %d fresh clients drawn; %d slot moves; %d stale replicas promoted; %d probes held through a fault; %d dials to an unknown address",
+		lag.max().Round(time.Millisecond), fresh, s.moved, s.promoted, s.probes, s.m.stray.Load())
 	rep := report(t, s.rec)
 	for _, o := range rep.Overlaps[:min(10, len(rep.Overlaps))] {
 		t.Logf("overlap (seed %d) during %q: %v then %v, by %v", *soakSeed, kindAt(s.episodes, o.Second.Start, 0), o.First, o.Second, o.By)
