@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,11 +23,12 @@ type shardFault struct {
 	inject   func(s *shardSoak) (heal func())
 }
 
-// shardFaults returns the faults of the sharded soak; the stale replica
-// promoted only with takeover (the lab then has replicas). Each fault hits
+// shardFaults returns the faults of the sharded soak whose kind contains
+// only; the stale replica promoted only with takeover (the lab then has
+// replicas). Each fault hits
 // one shard, drawn at random, in one or two of the three members: two is a
 // majority for that shard's keys, and the member's other shards go on.
-func shardFaults(takeover bool) []shardFault {
+func shardFaults(takeover bool, only string) []shardFault {
 	faults := []shardFault{
 		{"shard killed, restarted empty after > TTL", shardSoakTTL + shardSoakTTL/4, atHeal, func(s *shardSoak) func() {
 			shard, members := s.pickShard()
@@ -71,7 +74,7 @@ func shardFaults(takeover bool) []shardFault {
 			return s.staleTakeover()
 		}})
 	}
-	return faults
+	return slices.DeleteFunc(faults, func(f shardFault) bool { return !strings.Contains(f.kind, only) })
 }
 
 // pickShard returns a random shard and one or two random members.

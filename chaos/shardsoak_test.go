@@ -29,6 +29,10 @@ const (
 // yet (issue 20, item 1; docs/SHARDS.md, section 2).
 const takeoverEnv = "SOAK_TAKEOVER"
 
+// onlyEnv, when set, keeps only the faults whose kind contains it: a
+// reproduction of one fault row (e.g. SOAK_ONLY="at once").
+const onlyEnv = "SOAK_ONLY"
+
 // TestShardSoak is TestSoak on three members that are each a Redis Cluster
 // of three shards: contention on keys of every shard while random faults,
 // each on one shard of one or two members, follow one another — a shard
@@ -61,7 +65,7 @@ func TestShardSoak(t *testing.T) {
 	for i, c := range clients {
 		seats[i] = newSeat(c)
 	}
-	s := &shardSoak{t: t, lab: lab, m: m, seats: seats, rec: rec, faults: shardFaults(takeover),
+	s := &shardSoak{t: t, lab: lab, m: m, seats: seats, rec: rec, faults: shardFaults(takeover, os.Getenv(onlyEnv)),
 		rng: rand.New(rand.NewPCG(*soakSeed, 0x5a4d))}
 	ws := s.workloads()
 	closeAll := closeSeats(t, ws[0])
