@@ -143,13 +143,14 @@ func (a *acquisition) calls(ticket string) []*scriptCall {
 		s = racquireScript
 	}
 	cfg := &a.cfg
-	return a.perNode(newScriptCall(s, a.kss.acquireKeys(), a.id.owner, a.id.hold,
-		cfg.ttl.Milliseconds(), ticket, cfg.queueLease().Milliseconds(), cfg.retention.Milliseconds(), ""))
+	args := commonArgs(0, a.id.owner, a.id.hold, cfg.ttl, cfg.retention, ticket, cfg.queueLease())
+	return a.perNode(newScriptCall(s, a.kss.scriptKeys(), args...))
 }
 
 // perNode returns an attempt's call base for each node: with restart
 // detection on, base's last argument becomes the node's LASTSAVE as this
-// Client last saw it, and the trust key of the attempt's slot is declared.
+// Client last saw it, and the start records of the attempt's slot are
+// declared.
 func (a *acquisition) perNode(base *scriptCall) []*scriptCall {
 	calls := make([]*scriptCall, len(a.c.nodes))
 	// Under the default guard, while a node is young every node reports the
@@ -161,7 +162,7 @@ func (a *acquisition) perNode(base *scriptCall) []*scriptCall {
 	for n, node := range a.c.nodes {
 		calls[n] = base
 		if a.cfg.detectRestarts() {
-			calls[n] = base.withStart(record+node.lastSaved(), node.trustKey(a.kss[0].Lock))
+			calls[n] = base.withStart(record+node.lastSaved(), node.startKeys(a.kss[0].Lock))
 		}
 	}
 	return calls

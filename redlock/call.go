@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -11,7 +12,7 @@ import (
 // once, and shared read-only by the calls to every node — instead of once
 // per node, as redis.Script.Run would.
 type scriptCall struct {
-	src     string
+	s       *script
 	evalsha []any // "evalsha", sha1, numkeys, keys..., args...
 }
 
@@ -21,19 +22,23 @@ func newScriptCall(s *script, keys []string, args ...any) *scriptCall {
 	for _, k := range keys {
 		a = append(a, k)
 	}
-	return &scriptCall{src: s.src, evalsha: append(a, args...)}
+	return &scriptCall{s: s, evalsha: append(a, args...)}
 }
 
-// withStart returns a copy of sc whose last argument is last (restart
-// detection, start.lua) and whose last KEY is trust, the trust key.
-func (sc *scriptCall) withStart(last, trust string) *scriptCall {
+// withStart returns a copy of sc whose restart argument is last (prelude.lua:
+// restart) and whose last KEYS are start, the records start_info reads
+// (node.startKeys).
+func (sc *scriptCall) withStart(last string, start []string) *scriptCall {
 	keys := sc.evalsha[2].(int)
-	a := make([]any, 0, len(sc.evalsha)+1)
+	a := make([]any, 0, len(sc.evalsha)+len(start))
 	a = append(a, sc.evalsha[:3+keys]...)
-	a = append(a, trust)
+	for _, k := range start {
+		a = append(a, k)
+	}
 	a = append(a, sc.evalsha[3+keys:]...)
-	a[2], a[len(a)-1] = keys+1, last
-	return &scriptCall{src: sc.src, evalsha: a}
+	a[2] = keys + len(start)
+	a[3+keys+len(start)+argRestart] = last
+	return &scriptCall{s: sc.s, evalsha: a}
 }
 
 // execAlone runs sc on node n outside any round — a late answer's follow-up
@@ -51,12 +56,37 @@ func (c *Client) execAlone(ctx context.Context, n int, sc *scriptCall) {
 func (c *Client) exec(ctx context.Context, n int, sc *scriptCall) *redis.Cmd {
 	nd := c.nodes[n]
 	cmd := nd.do(ctx, sc.evalsha...)
-	if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
-		return cmd
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.nodeTimeout)
+		defer cancel()
+		eval := slices.Clone(sc.evalsha)
+		eval[0], eval[1] = "eval", sc.s.src
+		cmd = nd.do(ctx, eval...)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.nodeTimeout)
-	defer cancel()
-	eval := slices.Clone(sc.evalsha)
-	eval[0], eval[1] = "eval", sc.src
-	return nd.do(ctx, eval...)
+	if err := cmd.Err(); err != nil {
+		cmd.SetErr(sc.s.explain(err))
+	}
+	return cmd
+}
+
+// The prelude's arguments (prelude.lua), the first of every script, by
+// index from 0.
+const (
+	argOwner = iota
+	argHold
+	argTTL
+	argRetention
+	argRestart
+	argTicket
+	argQueueLease
+	argsCommon // the script's own arguments follow
+)
+
+// commonArgs returns the prelude's arguments, with room for extra more.
+// Zero values stand for those a script does not use.
+func commonArgs(extra int, owner, hold string, ttl, retention time.Duration, ticket string, queueLease time.Duration) []any {
+	a := make([]any, argsCommon, argsCommon+extra)
+	a[argOwner], a[argHold], a[argTTL], a[argRetention] = owner, hold, ttl.Milliseconds(), retention.Milliseconds()
+	a[argRestart], a[argTicket], a[argQueueLease] = "", ticket, queueLease.Milliseconds()
+	return a
 }

@@ -263,18 +263,49 @@
 // shard that is down then stops only its own keys, whereas with yes it
 // stops every shard of its member (availability, not safety).
 //
-// Not covered yet: a replica promoted after it missed writes — CLUSTER
-// FAILOVER FORCE or TAKEOVER, or an automatic failover after its primary
-// died before its last writes reached it. Its process has been up since
-// before the write it missed, so neither its uptime nor its run_id shows
-// anything, and its grants count at once: a lock held on that shard may be
-// granted again where stale replicas are promoted in a majority of members
-// while it is held (docs/SHARDS.md, "A promoted stale replica", designs
-// the fix: a grant counted only once WAIT confirms every replica has it).
-// Until then, a member with replicas is as safe as one without only for
-// failovers of replicas that had every write: a manual CLUSTER FAILOVER
-// (without FORCE or TAKEOVER) waits for that; members without replicas
-// are not exposed.
+// Failovers and moved slots. A replica promoted after it missed writes
+// (CLUSTER FAILOVER FORCE or TAKEOVER, an automatic failover before the
+// dead primary's last writes reached it) has been up since before the
+// write it missed: neither its uptime nor its run_id shows anything. So a
+// server counts for a slot only from when it took the slot over. Each slot
+// has an owner record (quorumlock:slot-owner:{tag}, declared after the
+// trust record), naming the primary that serves it — node ID and
+// master_replid — and since when, on its own clock. A promotion gives the
+// server a new master_replid (Redis shifts it at every promotion, and at
+// every start), and a slot moved by resharding brings the previous owner's
+// record along: either way the record no longer names the server, and the
+// first script it runs for the slot starts the record again from now. A
+// missing record starts from now on a server that has ever been a replica
+// since it started (INFO replication: second_repl_offset), and from the
+// process's start on one that has been a primary all along. Every reply
+// says how long its server has served the slot, and the grant is judged as
+// if the server had started then: a promoted replica, fresh or stale, sits
+// out the guard for that slot, as a restarted primary does, while the
+// member's other shards keep counting. TrustStart writes each slot's
+// record with "since 0" for the primary it vouches, and its replication
+// ID: a replica promoted later, or the vouched primary itself promoted
+// back after a failover, has another one. The cost is one INFO
+// replication and one HMGET per script on a cluster member (about 2.5 µs
+// of server time); a plain master is untouched.
+//
+// What the owner records assume, besides the above: the superseded
+// primary stops taking writes by the time the promoted one's guard ends —
+// it does once it hears of the promotion (milliseconds, over the cluster
+// bus); a primary cut off from the rest of its cluster keeps taking
+// writes from clients that still reach it until cluster-node-timeout, so
+// WithRestartGuard should then exceed the longest TTL by that much. A
+// TAKEOVER on one side of a partition whose other side keeps its primary
+// serving clients is two primaries for one slot — no lock survives that.
+// A server with no replica for repl-backlog-ttl (1 h) rotates its
+// master_replid: its slots then start again from the process's start, so
+// a stale replica promoted more than an hour before it first serves a
+// slot, with a lease longer than that, is not covered. Slots of a lost
+// shard given to another primary without their data (CLUSTER ADDSLOTS,
+// redis-cli --cluster fix) are a restart without data that no record
+// shows: give them only once the longest TTL in use has passed since the
+// shard was lost. Every failover, clean or not, costs the promoted server's
+// slots one guard; a lock held there is kept by its other members, and
+// renewals repair it on the promoted server.
 //
 // # Waiting, in order
 //

@@ -79,11 +79,11 @@ func (c *Client) extendOn(ctx context.Context, n int, locks []*Lock, repair bool
 	// cluster, each group's own.
 	learnt := make([]func() error, len(locks))
 	for _, group := range nd.groups(locks) {
-		trust := ""
+		var records []string
 		if last != "" {
-			trust = nd.trustKey(locks[group[0]].kss[0].Lock)
+			records = nd.startKeys(locks[group[0]].kss[0].Lock)
 		}
-		reply, err := c.exec(ctx, n, extendCall(locks, group, repair, last, trust)).Slice()
+		reply, err := c.exec(ctx, n, extendCall(locks, group, repair, last, records)).Slice()
 		if err != nil {
 			return nil, err
 		}
@@ -175,14 +175,15 @@ func (nd *node) groups(locks []*Lock) [][]int {
 
 // extendCall is extend.lua's call for the locks at indexes group, writers,
 // readers and permits alike.
-func extendCall(locks []*Lock, group []int, repair bool, last, trust string) *scriptCall {
+func extendCall(locks []*Lock, group []int, repair bool, last string, start []string) *scriptCall {
 	keys := make([]string, 0, 3*len(group))
 	mode := "0"
 	if repair {
 		mode = "1"
 	}
-	args := make([]any, 0, 3+5*len(group))
-	args = append(args, mode, locks[0].cfg.retention.Milliseconds(), last)
+	args := commonArgs(1+5*len(group), "", "", 0, locks[0].cfg.retention, "", 0)
+	args[argRestart] = last
+	args = append(args, mode)
 	for _, i := range group {
 		l := locks[i]
 		kind, record := "w", ""
@@ -204,7 +205,7 @@ func extendCall(locks []*Lock, group []int, repair bool, last, trust string) *sc
 		}
 	}
 	if last != "" {
-		keys = append(keys, trust)
+		keys = append(keys, start...)
 	}
 	return newScriptCall(extendScript, keys, args...)
 }

@@ -56,12 +56,12 @@ func (a *acquisition) fence(ctx context.Context, won *quorum.Tally[[]int64]) (fe
 		}
 		// One call raises every key this node is behind on.
 		keys := make([]string, len(behind[n]))
-		args := make([]any, 0, len(behind[n])+1)
+		args := commonArgs(len(behind[n]), "", "", 0, cfg.retention, "", 0)
 		for k, i := range behind[n] {
 			keys[k] = kss[i].Fence
 			args = append(args, tokens[i])
 		}
-		raise := newScriptCall(fenceScript, keys, append(args, cfg.retention.Milliseconds())...)
+		raise := newScriptCall(fenceScript, keys, args...)
 		if err := c.exec(ctx, n, raise).Err(); err != nil {
 			return quorum.Vote[struct{}]{Outcome: quorum.Failed, Err: err}
 		}

@@ -59,30 +59,12 @@ func newKeysets(prefix string, keys []string) keysets {
 	return kss
 }
 
-// acquireKeys are the KEYS of acquire.lua, racquire.lua and rrelease.lua:
-// five per key.
-func (kss keysets) acquireKeys() []string {
+// scriptKeys are the KEYS of acquire.lua, racquire.lua, release.lua,
+// rrelease.lua and leave.lua: five per key (prelude.lua: lock_keys).
+func (kss keysets) scriptKeys() []string {
 	out := make([]string, 0, 5*len(kss))
 	for _, k := range kss {
 		out = append(out, k.Lock, k.Fence, k.Queue, k.Leases, k.Readers)
-	}
-	return out
-}
-
-// lockKeys are the KEYS of release.lua: four per key.
-func (kss keysets) lockKeys() []string {
-	out := make([]string, 0, 4*len(kss))
-	for _, k := range kss {
-		out = append(out, k.Lock, k.Fence, k.Queue, k.Leases)
-	}
-	return out
-}
-
-// leaveKeys are the KEYS of leave.lua: three per key.
-func (kss keysets) leaveKeys() []string {
-	out := make([]string, 0, 3*len(kss))
-	for _, k := range kss {
-		out = append(out, k.Queue, k.Leases, k.Lock)
 	}
 	return out
 }

@@ -1,22 +1,19 @@
 -- Leave the waiters' queues: a Lock that gave up, or that won on other nodes.
 -- Where a lock is free, announce its new first waiter, who may take it now.
--- KEYS, per lock (3 each): the queue, the queue's leases, the lock.
--- ARGV[1] the owner's member of the queues (its owner; "r:<owner>" for a
--- reader), then per lock its channel (KeyNames.Channel).
+-- KEYS, per lock (5 each, as acquire.lua's): the lock, the fencing counter
+-- (unused), the queue, the queue's leases, the readers (unused).
+-- ARGV: the prelude's owner; then [8] "r" for a reader (whose member of
+-- the queues is "r:<owner>"), "" for a writer (its owner); then per lock
+-- its channel (KeyNames.Channel), from [9].
 -- Returns how many queues the owner left.
+local member = ARGV[8] == 'r' and 'r:' .. owner or owner
 local left = 0
-for i = 1, #KEYS / 3 do
-  local queue, leases, lock = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
-  if redis.call('ZREM', queue, ARGV[1]) == 1 then
+for i = 1, #KEYS / 5 do
+  local lock, _, queue, leases = lock_keys(i, 5)
+  if redis.call('ZREM', queue, member) == 1 then
     left = left + 1
-    redis.call('ZREM', leases, ARGV[1])
-    if redis.call('EXISTS', lock) == 0 then
-      local head = redis.call('ZRANGE', queue, 0, 0)[1]
-      if head then
-        if string.sub(head, 1, 2) == 'r:' then head = '' end -- a reader: wake them all
-        redis.call('PUBLISH', ARGV[1 + i], head)
-      end
-    end
+    redis.call('ZREM', leases, member)
+    if redis.call('EXISTS', lock) == 0 then announce_first(queue, ARGV[8 + i]) end
   end
 end
 return left

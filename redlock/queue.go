@@ -52,10 +52,14 @@ func (a *acquisition) leaveOn(n int) {
 }
 
 func (a *acquisition) leaveCall() *scriptCall {
-	args := make([]any, 0, 1+len(a.kss))
-	args = append(args, a.id.waiter())
+	kind := ""
+	if a.id.kind == reader {
+		kind = "r"
+	}
+	args := commonArgs(1+len(a.kss), a.id.owner, "", 0, 0, "", 0)
+	args = append(args, kind)
 	for _, k := range a.kss {
 		args = append(args, k.Channel)
 	}
-	return newScriptCall(leaveScript, a.kss.leaveKeys(), args...)
+	return newScriptCall(leaveScript, a.kss.scriptKeys(), args...)
 }

@@ -2,13 +2,9 @@
 -- and no live writer waits ahead of us — or another hold of our owner
 -- reads here already (a nested reader); otherwise refuse, and wait in line.
 -- KEYS: as acquire.lua's for one lock — the lock, the fencing counter, the
--- waiters' queue, its leases, the readers; the trust key with restart
--- detection on (start.lua).
--- ARGV as acquire.lua's: [1] owner, [2] hold id, [3] TTL in ms, [4] ticket
--- ("" for a one-shot attempt, which never queues), [5] queue lease in ms,
--- [6] the fencing retention in ms: a reader issues no token, but keeps
--- the counter it reads for at least that long (lease.lua),
--- [7] restart detection.
+-- waiters' queue, its leases, the readers — then the start records.
+-- ARGV: the prelude's, as acquire.lua's. A reader issues no token, but
+-- keeps the counter it reads for at least the retention.
 -- A reader is the member "<owner> <hold>" of the readers, scored by its
 -- lease end in server ms (Redis 7.0 has no per-member TTL); the set's TTL
 -- is kept at least as long as its longest lease. It waits in the queue as
@@ -17,23 +13,15 @@
 -- readers cannot starve a writer.
 -- Returns {1, the fencing counter} when granted — the token of the last
 -- writer, or where the counter expired the node's clock in µs, which is
--- larger (lease.lua) — followed by start_info's fields
+-- larger — followed by start_info's fields
 -- as acquire.lua; {0, the writer's remaining TTL in ms} when refused (0
 -- when a writer waits ahead), followed as acquire.lua's by start_info's.
--- Readers record no TTL (start.lua: lease_ttl); a node reports the
+-- Readers record no TTL (lease_ttl); a node reports the
 -- writer's, which is what a reader waits for.
-local lock, fence, queue, leases, readers = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-trust_key = KEYS[6]
-local waiter = 'r:' .. ARGV[1]
-local reader = ARGV[1] .. ' ' .. ARGV[2]
-
-local function wait_in_line()
-  if ARGV[4] == '' then return end
-  redis.call('ZADD', queue, 'NX', ARGV[4], waiter)
-  redis.call('ZADD', leases, now_ms() + tonumber(ARGV[5]), waiter)
-  redis.call('PEXPIRE', queue, ARGV[5])
-  redis.call('PEXPIRE', leases, ARGV[5])
-end
+local lock, fence, queue, leases, readers = lock_keys(1, 5)
+start_keys(5)
+local waiter = 'r:' .. owner
+local reader = owner .. ' ' .. hold
 
 -- writer_ahead says whether a live writer waits ahead of us: for a
 -- one-shot attempt, anywhere in line. A queued reader takes (or refreshes)
@@ -44,10 +32,10 @@ local function writer_ahead()
   if redis.call('EXISTS', queue) == 0 then return false end
   forget_dead(queue, leases)
   local ahead
-  if ARGV[4] == '' then
+  if ticket == '' then
     ahead = redis.call('ZRANGE', queue, 0, -1)
   else
-    wait_in_line()
+    join_line(queue, leases, waiter)
     local rank = redis.call('ZRANK', queue, waiter)
     if rank == 0 then return false end
     ahead = redis.call('ZRANGE', queue, 0, rank - 1)
@@ -63,7 +51,7 @@ end
 -- waits for the owner's first read, so that read's owner must not wait
 -- for it. A member is "<owner> <hold>", and a hold id has no space.
 local function owner_reads()
-  local prefix = ARGV[1] .. ' '
+  local prefix = owner .. ' '
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', readers, '(' .. now_ms(), '+inf')) do
     if string.sub(m, 1, #prefix) == prefix and not string.find(m, ' ', #prefix + 1, true) then
       return true
@@ -72,25 +60,21 @@ local function owner_reads()
   return false
 end
 
+local function longest() return lease_ttl(lock) end
+
 if redis.call('EXISTS', lock) == 1 then
-  wait_in_line()
-  return refusal(redis.call('PTTL', lock), ARGV[7], function() return lease_ttl(lock) end)
+  join_line(queue, leases, waiter)
+  return refusal(redis.call('PTTL', lock), longest)
 end
 -- A re-sent attempt (its reply was lost) is granted again: it is ours.
 local mine = redis.call('ZSCORE', readers, reader)
 if not (mine and tonumber(mine) > now_ms()) and writer_ahead() and not owner_reads() then
-  return refusal(0, ARGV[7], function() return lease_ttl(lock) end)
+  return refusal(0, longest)
 end
 
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', readers, 'GT', now + tonumber(ARGV[3]), reader)
-if redis.call('PTTL', readers) < tonumber(ARGV[3]) then
-  redis.call('PEXPIRE', readers, ARGV[3])
+redis.call('ZADD', readers, 'GT', server_ms(t) + tonumber(ttl), reader)
+if redis.call('PTTL', readers) < tonumber(ttl) then
+  redis.call('PEXPIRE', readers, ttl)
 end
-local out = {1, counter_held(fence, t, ARGV[6])}
-local start = start_info(ARGV[7], t, function() return lease_ttl(lock) end)
-if start then
-  for _, v in ipairs(start) do out[#out + 1] = v end
-end
-return out
+return with_start({1, counter_held(fence, t)}, t, longest)

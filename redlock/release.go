@@ -83,8 +83,8 @@ func (a *acquisition) releaseCall(kind releaseKind, tokens []int64) *scriptCall 
 	case unlockHold:
 		announce = "1"
 	}
-	args := make([]any, 0, 5+2*len(kss))
-	args = append(args, id.owner, id.hold, mode, announce, cfg.retention.Milliseconds())
+	args := commonArgs(2+2*len(kss), id.owner, id.hold, 0, cfg.retention, "", 0)
+	args = append(args, mode, announce)
 	for i := range kss {
 		var token int64
 		if tokens != nil {
@@ -95,7 +95,7 @@ func (a *acquisition) releaseCall(kind releaseKind, tokens []int64) *scriptCall 
 	for _, k := range kss {
 		args = append(args, k.Channel)
 	}
-	return newScriptCall(releaseScript, kss.lockKeys(), args...)
+	return newScriptCall(releaseScript, kss.scriptKeys(), args...)
 }
 
 // rreleaseCall is rrelease.lua's call for a reader's holding of its key: an
@@ -111,7 +111,8 @@ func (a *acquisition) rreleaseCall(kind releaseKind, tokens []int64) *scriptCall
 	if tokens != nil {
 		token = tokens[0]
 	}
-	return newScriptCall(rreleaseScript, keysets{ks}.acquireKeys(), id.owner, id.hold, unlock, cfg.retention.Milliseconds(), token, ks.Channel)
+	args := commonArgs(3, id.owner, id.hold, 0, cfg.retention, "", 0)
+	return newScriptCall(rreleaseScript, keysets{ks}.scriptKeys(), append(args, unlock, token, ks.Channel)...)
 }
 
 func releaseVote(reply int64, err error) quorum.Vote[int64] {

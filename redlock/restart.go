@@ -26,7 +26,9 @@ type startInfo struct {
 	unknown      string        // why the node could not report its start
 	longest      time.Duration // the TTL record of the locks asked (lease_ttl)
 	hasLongest   bool
-	server       string // the answering server's cluster node ID; "" on a plain master
+	server       string        // the answering server's cluster node ID; "" on a plain master
+	served       time.Duration // how long server has served the keys' slot (prelude.lua: served_ms)
+	hasServed    bool
 }
 
 // savedTrust is how old a LASTSAVE must be seen before it is relied on: it
@@ -49,7 +51,7 @@ func infoField(info, name string) string {
 }
 
 // startOf reads the start info of a granting reply of acquire.lua for keys
-// keys: {1, token per key..., start_info...} (start.lua).
+// keys: {1, token per key..., start_info...} (prelude.lua).
 func startOf(reply []any, keys int) startInfo {
 	if len(reply) < 2+keys {
 		return startInfo{}
@@ -57,7 +59,7 @@ func startOf(reply []any, keys int) startInfo {
 	return startFields(reply[1+keys:])
 }
 
-// startFields reads start.lua's start_info: {uptime, run_id, LASTSAVE,
+// startFields reads prelude.lua's start_info: {uptime, run_id, LASTSAVE,
 // time, vouched, role, TTL record}, {-2, TTL record}, or {-1, why} — on a
 // cluster member followed by the answering server's node ID, and {-3, node
 // ID} when nothing else need be said.
@@ -66,17 +68,13 @@ func startFields(f []any) startInfo {
 	uptime, _ := replyInt(f, 0)
 	switch uptime {
 	case -3: // a cluster server as the client knows it
-		if len(f) > 1 {
-			s.server, _ = f[1].(string)
-		}
+		s.servedFrom(f, 1)
 		return s
 	case -2: // the start as the client knows it; only the record
 		if ms, ok := replyInt(f, 1); ok {
 			s.longest, s.hasLongest = recordOf(ms), true
 		}
-		if len(f) > 2 {
-			s.server, _ = f[2].(string)
-		}
+		s.servedFrom(f, 2)
 		return s
 	}
 	if uptime < 0 {
@@ -103,10 +101,19 @@ func startFields(f []any) startInfo {
 	if ms, ok := replyInt(f, 6); ok {
 		s.longest, s.hasLongest = recordOf(ms), true
 	}
-	if len(f) > 7 {
-		s.server, _ = f[7].(string)
-	}
+	s.servedFrom(f, 7)
 	return s
+}
+
+// servedFrom reads a cluster server's node ID at f[i], and how long it has
+// served the keys' slot (ms) at f[i+1].
+func (s *startInfo) servedFrom(f []any, i int) {
+	if len(f) > i {
+		s.server, _ = f[i].(string)
+	}
+	if ms, ok := replyInt(f, i+1); ok {
+		s.served, s.hasServed = time.Duration(max(0, ms))*time.Millisecond, true
+	}
 }
 
 // recordOf reads a TTL record in ms: -1 is a hold that records none

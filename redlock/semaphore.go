@@ -201,9 +201,9 @@ func (pa *permitAcquisition) calls(a *acquisition, ticket string) []*scriptCall 
 		keys = append(keys, p.Fence)
 	}
 	keys = append(keys, a.kss[0].Queue, a.kss[0].Leases, LimitKey(cfg.prefix, a.key))
-	base := newScriptCall(permitScript, keys, a.id.owner, a.id.hold, cfg.ttl.Milliseconds(), ticket,
-		cfg.queueLease().Milliseconds(), cfg.retention.Milliseconds(), pa.limit, pa.prefer,
-		permitBase(cfg.prefix, a.key)+":permit:", "")
+	args := commonArgs(3, a.id.owner, a.id.hold, cfg.ttl, cfg.retention, ticket, cfg.queueLease())
+	args = append(args, pa.limit, pa.prefer, permitBase(cfg.prefix, a.key)+":permit:")
+	base := newScriptCall(permitScript, keys, args...)
 	return a.perNode(base)
 }
 

@@ -1,10 +1,13 @@
 package redlock_test
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
@@ -84,4 +87,82 @@ func TestShardsPromotedReplicaNotVouched(t *testing.T) {
 			t.Errorf("shard %d: Unlock: %v", i+1, err)
 		}
 	}
+}
+
+// Issue 20, items 1 and 2: a vouch is for a primary as it was when
+// vouched. Here the vouched primary of shard 0 hands over to its replica
+// (a TAKEOVER in two of three members), turns into that replica's replica,
+// is cut off, misses A's grants, and is promoted back. It is the same
+// process — the same run_id its vouch names — but it lacks A's keys: under
+// a guard of an hour its grants must not count. Its slot's owner record
+// names its replication ID of before (start.lua: served_ms).
+func TestShardsVouchedPrimaryPromotedBackStale(t *testing.T) {
+	lab := redislab.StartShards(t, 3, 3, redislab.WithReplicas())
+	clients := lab.ClusterClients(t)
+	ctx := ctxFor(t, time.Minute)
+	for i, c := range clients {
+		if err := redlock.TrustStart(ctx, c); err != nil {
+			t.Fatalf("member %d: TrustStart: %v", i, err)
+		}
+	}
+	for _, m := range lab.Members[:2] {
+		vouched := m.Shards[0].Primary()
+		if err := m.Shards[0].Failover(ctx); err != nil {
+			t.Fatalf("Failover: %v", err)
+		}
+		waitReplicating(t, ctx, vouched.Addr())
+	}
+	// A learns the new primaries before their replicas are cut off: a grant
+	// A sent to a paused former primary would land when it is promoted back.
+	a := newClient(t, clients, redlock.WithTTL(shardTTL), redlock.WithAutoRenew(false), redlock.WithRestartGuard(0))
+	warm := lab.Members[0].Shards[0].Keys("warm", 1)[0]
+	l := eventuallyLocked(t, 10*time.Second, "A is granted a key of shard 0", func() (*redlock.Lock, error) { return a.TryLock(ctx, warm) })
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatalf("A: Unlock: %v", err)
+	}
+	for _, m := range lab.Members[:2] {
+		if err := m.Shards[0].CutReplica(ctx); err != nil {
+			t.Fatalf("CutReplica: %v", err)
+		}
+	}
+	held := map[string]*redlock.Lock{}
+	for _, key := range lab.Members[0].Shards[0].Keys("held", 4) {
+		l, err := a.TryLock(ctx, key)
+		if err != nil {
+			t.Fatalf("A: TryLock %s: %v", key, err)
+		}
+		held[key] = l
+	}
+	for _, m := range lab.Members[:2] {
+		if err := m.Shards[0].Failover(ctx); err != nil {
+			t.Fatalf("Failover back: %v", err)
+		}
+	}
+	requireLacks(t, ctx, lab, 0, held, 0, 1)
+	b := newClient(t, clients, redlock.WithRestartGuard(time.Hour), redlock.WithAutoRenew(false))
+	for key, a := range held {
+		l, err := b.TryLock(ctx, key)
+		if err == nil {
+			if a.Err() == nil && time.Now().Before(a.Until()) {
+				t.Errorf("B got %s %v before the holder's Until, from vouched primaries promoted back without it", key, time.Until(a.Until()).Round(time.Millisecond))
+			}
+			_ = l.Unlock(ctx)
+			continue
+		}
+		if !errors.Is(err, redlock.ErrNodeRestarted) {
+			t.Errorf("TryLock %s: %v, want ErrNodeRestarted", key, err)
+		}
+	}
+}
+
+// waitReplicating waits until the server at addr is a replica whose link
+// to its primary is up.
+func waitReplicating(t *testing.T, ctx context.Context, addr string) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	eventually(t, 15*time.Second, addr+" replicates its new primary", func() bool {
+		info, err := rdb.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up")
+	})
 }

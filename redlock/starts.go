@@ -18,6 +18,18 @@ type startState struct {
 	saved   string    // its LASTSAVE as last seen, once it can be relied on; else ""
 	started time.Time // when that process started, on the Client's clock; zero if vouched
 	seen    time.Time // when a reply last reported on it, on the Client's clock
+	// took is the latest time one of its slots was taken over (a failover,
+	// a moved slot: prelude.lua's served_ms), for anyYoung; zero if none seen.
+	took time.Time
+}
+
+// ownerKey names a cluster slot's owner record (prelude.lua's
+// owner_key), one per slot, with the slot's hash tag (ownerKeyOf).
+const ownerKey = "quorumlock:slot-owner"
+
+// ownerKeyOf is the owner record of a cluster slot.
+func ownerKeyOf(slot int) string {
+	return ownerKey + ":{" + slotTags()[slot] + "}"
 }
 
 // staleServer is how long a server's state is kept unseen: resharding and
@@ -27,7 +39,7 @@ const staleServer = trustTTL
 // lastSaved is the scripts' restart argument for this node: its LASTSAVE
 // as last seen, or "?" while none can be relied on (then every fresh grant
 // reports its start). On a cluster member it is "@" and "id:LASTSAVE,"
-// per server whose LASTSAVE can be relied on: start.lua picks the entry of
+// per server whose LASTSAVE can be relied on: prelude.lua picks the entry of
 // the server that runs it, by CLUSTER MYID.
 func (n *node) lastSaved() string {
 	n.mu.Lock()
@@ -75,7 +87,7 @@ func (n *node) learn(s startInfo, now time.Time) (startState, error) {
 			return startState{}, nil
 		}
 		st.seen = now
-		return *st, nil
+		return st.forSlot(s, now), nil
 	}
 	if st == nil {
 		st = n.newServer(s.server, now)
@@ -92,7 +104,27 @@ func (n *node) learn(s startInfo, now time.Time) (startState, error) {
 	if s.sinceSave >= savedTrust {
 		st.saved = s.saved
 	}
-	return *st, nil
+	return st.forSlot(s, now), nil
+}
+
+// forSlot returns the server's state as it holds for the keys' slot of a
+// reply: on a cluster, a server counts from when it took the slot over
+// (prelude.lua: served_ms) if that is later than its start — so that a
+// replica promoted, whatever its uptime, or a slot moved to it, sits out
+// the guard as a restarted server does. n.mu is held.
+func (st *startState) forSlot(s startInfo, now time.Time) startState {
+	out := *st
+	if !s.hasServed {
+		return out
+	}
+	took := now.Add(-s.served)
+	if took.After(out.started) {
+		out.started = took
+	}
+	if took.After(st.took) {
+		st.took = took
+	}
+	return out
 }
 
 // newServer adds the state of a server first heard of, and drops those
@@ -135,7 +167,10 @@ func (n *node) anyYoung(ttl time.Duration, now time.Time) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, st := range n.starts {
-		if st.runID != "" && !st.old(ttl, now) {
+		if st.runID == "" {
+			continue
+		}
+		if !st.old(ttl, now) || now.Sub(st.took) < oldAge(ttl) {
 			return true
 		}
 	}

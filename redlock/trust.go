@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -34,14 +35,16 @@ const trustTTL = 24 * time.Hour
 // On a *redis.ClusterClient it vouches every primary of the cluster
 // (ForEachMaster), and on a client of one cluster node that node: a
 // script may read only keys of its own slot, so each primary writes one
-// record per slot it serves (trustKeyOf), naming its own run_id. Replicas
-// are never vouched: one promoted later has a run_id of its own, and
-// counts by its uptime. A slot moved later carries its record to a server
-// of another run_id, which it does not vouch for.
+// record per slot it serves (trustKeyOf), naming its own run_id, and the
+// slot's owner record naming it and its replication ID since 0 (doc.go,
+// "Failovers and moved slots"). Replicas are never vouched: one promoted
+// later — or this primary promoted back after a failover — has another
+// replication ID, and sits out the guard. A slot moved later carries its
+// records to another server, which they do not vouch for.
 //
 // A replica is refused with ErrReplica (its votes never count), whether or
-// not it accepts writes. It needs INFO and SET (and, on a cluster, CLUSTER
-// MYID and CLUSTER SLOTS) on node; it does not close node.
+// not it accepts writes. It needs INFO, SET and HSET (and, on a cluster,
+// CLUSTER MYID and CLUSTER SLOTS) on node; it does not close node.
 func TrustStart(ctx context.Context, node redis.UniversalClient) error {
 	if cc, ok := node.(*redis.ClusterClient); ok {
 		return cc.ForEachMaster(ctx, func(ctx context.Context, p *redis.Client) error {
@@ -64,27 +67,56 @@ func vouchServer(ctx context.Context, node redis.UniversalClient) error {
 	if role := infoField(info, "role"); role != "" && role != "master" {
 		return fmt.Errorf("%w: TrustStart: INFO replication says role:%s; vouch for masters only", ErrReplica, role)
 	}
-	keys := []string{TrustKey}
+	keys, owner := []string{TrustKey}, []any(nil)
 	if infoField(info, "redis_mode") == "cluster" {
-		slots, err := ownSlots(ctx, node)
-		if err != nil {
+		if keys, owner, err = slotRecords(ctx, node, info); err != nil {
 			return fmt.Errorf("redlock: TrustStart: %w", err)
 		}
-		keys = keys[:0]
-		for _, s := range slots {
-			keys = append(keys, trustKeyOf(s))
-		}
 	}
-	_, err = node.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, k := range keys {
-			p.Set(ctx, k, runID, trustTTL)
+	// A primary serves up to 16384 slots: its records go out in pipelines
+	// of vouchBatch, each well within a client's read and write timeouts.
+	for part := range slices.Chunk(keys, vouchBatch) {
+		_, err = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range part {
+				p.Set(ctx, k, runID, trustTTL)
+				if owner != nil {
+					p.HSet(ctx, ownerKeyOf(slotOf(k)), owner...)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("redlock: TrustStart: SET %s (%d records): %w", part[0], len(keys), err)
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("redlock: TrustStart: SET %s (%d records): %w", keys[0], len(keys), err)
 	}
 	return nil
+}
+
+// vouchBatch is how many slots' records TrustStart writes per pipeline.
+const vouchBatch = 512
+
+// slotRecords returns the trust records of the slots the cluster node node
+// serves, and the owner record that vouches for it there: this server and
+// replication ID since 0 (prelude.lua: served_ms). A replica promoted later,
+// or this server after a failover back to it, has another replication ID.
+func slotRecords(ctx context.Context, node redis.UniversalClient, info string) ([]string, []any, error) {
+	replid := infoField(info, "master_replid")
+	if replid == "" {
+		return nil, nil, fmt.Errorf("INFO replication has no master_replid")
+	}
+	id, err := node.ClusterMyID(ctx).Result()
+	if err != nil {
+		return nil, nil, fmt.Errorf("CLUSTER MYID: %w", err)
+	}
+	slots, err := ownSlots(ctx, node)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys := make([]string, 0, len(slots))
+	for _, s := range slots {
+		keys = append(keys, trustKeyOf(s))
+	}
+	return keys, []any{"by", id, "repl", replid, "since", 0}, nil
 }
 
 // ownSlots returns the slots the cluster node node talks to serves as a
@@ -109,14 +141,19 @@ func ownSlots(ctx context.Context, node redis.UniversalClient) ([]int, error) {
 	return slots, nil
 }
 
-// trustKey is the trust record that covers lock on this node (start.lua's
-// trust_key): TrustKey on a plain master, else its slot's record.
-func (n *node) trustKey(lock string) string {
+// startKeys are the records prelude.lua reads for lock on this node: the
+// trust record (trust_key) — TrustKey on a plain master, else its slot's —
+// and on a cluster the slot's owner record (owner_key).
+func (n *node) startKeys(lock string) []string {
 	if !n.cluster {
-		return TrustKey
+		return plainStartKeys
 	}
-	return trustKeyOf(slotOf(lock))
+	slot := slotOf(lock)
+	return []string{trustKeyOf(slot), ownerKeyOf(slot)}
 }
+
+// plainStartKeys is startKeys on a plain master, shared read-only.
+var plainStartKeys = []string{TrustKey}
 
 // trustKeyOf is the trust record of a cluster slot: TrustKey with a hash
 // tag of that slot.

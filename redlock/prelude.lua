@@ -1,0 +1,348 @@
+-- prelude: the head of every script (scripts.go prepends it). It names
+-- the arguments every script takes, in one order, and holds the helpers
+-- the scripts share. A script names its own arguments and keys at its top.
+--
+-- ARGV, in every script (one it does not use is sent as "" or 0):
+--   [1] owner, [2] hold id, [3] TTL in ms, [4] the fencing state's
+--   retention in ms, [5] restart detection ("" off; else the node's
+--   LASTSAVE as this client last saw it, or "?" if it cannot rely on one
+--   yet: start_info), [6] ticket ("" for a one-shot attempt, which never
+--   queues), [7] the waiters' queue lease in ms; the script's own from [8].
+-- KEYS: the script's own; then, with restart detection on, the records
+-- start_info reads: the trust record and, on a cluster member, the slot's
+-- owner record (start_keys).
+local owner, hold, ttl, retention, restart, ticket, queue_lease =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+
+-- lock_keys returns the keys of lock i of a script that takes per keys
+-- for each lock.
+local function lock_keys(i, per)
+  return unpack(KEYS, per * (i - 1) + 1, per * i)
+end
+
+-- Time. Leases and lease ends are the server's times in ms.
+
+-- server_ms is TIME's reply t in ms.
+local function server_ms(t)
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function now_ms()
+  return server_ms(redis.call('TIME'))
+end
+
+-- clock_us is TIME's reply t in µs.
+local function clock_us(t)
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- The waiters' line: a queue (a sorted set of members by ticket) and its
+-- leases (members by lease end). A writer's member is its owner, a
+-- reader's "r:<owner>".
+
+-- forget_dead drops from a queue and its leases the waiters whose lease
+-- ran out (they gave up or crashed), so that they block no one.
+local function forget_dead(queue, leases)
+  local dead = redis.call('ZRANGEBYSCORE', leases, '-inf', now_ms())
+  if #dead > 0 then
+    redis.call('ZREM', queue, unpack(dead))
+    redis.call('ZREM', leases, unpack(dead))
+  end
+end
+
+-- join_line puts member in line with this attempt's ticket (keeping an
+-- earlier place) and renews its lease; a one-shot attempt never queues.
+local function join_line(queue, leases, member)
+  if ticket == '' then return end
+  redis.call('ZADD', queue, 'NX', ticket, member)
+  redis.call('ZADD', leases, now_ms() + tonumber(queue_lease), member)
+  redis.call('PEXPIRE', queue, queue_lease)
+  redis.call('PEXPIRE', leases, queue_lease)
+end
+
+-- announce_first publishes on channel the first waiter of queue, who may
+-- take the lock now: its owner, or "" (every waiter wakes) for a reader,
+-- so that the readers behind it come in together.
+local function announce_first(queue, channel)
+  local first = redis.call('ZRANGE', queue, 0, 0)[1]
+  if not first then return end
+  if string.sub(first, 1, 2) == 'r:' then first = '' end
+  redis.call('PUBLISH', channel, first)
+end
+
+-- Holds. A lock is a hash: "owner", and per hold of that owner a field
+-- "h:<hold>" whose value is the hold's lease end in the node's ms. The
+-- lock's own expiry is the latest lease end among its live holds, so that
+-- a hold with a short TTL never cuts the lease of a longer one of the same
+-- owner (WithOwner), whichever is granted, renewed or released first.
+
+-- A hold field below legacy_hold is no lease end in ms (those are about
+-- 1.8e12 today) but an older version's mark.
+local legacy_hold = 1e11
+
+-- field_of is the value of field name in fields, an HGETALL reply.
+local function field_of(fields, name)
+  for i = 1, #fields, 2 do
+    if fields[i] == name then return fields[i + 1] end
+  end
+  return nil
+end
+
+-- lease_holds sets lock's expiry to the latest lease end among its holds
+-- at server time now (ms), dropping the holds whose lease ended. fields is
+-- the lock's HGETALL reply, or nil to read it; a hold field just written
+-- with lease end ends, if given, overrides what fields say of it. With no
+-- live hold left it deletes the lock and returns false.
+local function lease_holds(lock, now, fields, field, ends)
+  fields = fields or redis.call('HGETALL', lock)
+  local last, dead = ends or 0, {}
+  for i = 1, #fields, 2 do
+    local f = fields[i]
+    if string.sub(f, 1, 2) == 'h:' and f ~= field then
+      local e = tonumber(fields[i + 1]) or 0
+      if e < legacy_hold then
+        -- Written by a version that recorded no lease end ("1"): it may
+        -- rely on the lock's expiry as it stands.
+        e = now + math.max(redis.call('PTTL', lock), 0)
+      end
+      if e > now then last = math.max(last, e) else dead[#dead + 1] = f end
+    end
+  end
+  if last <= now then
+    redis.call('DEL', lock)
+    return false
+  end
+  if #dead > 0 then redis.call('HDEL', lock, unpack(dead)) end
+  redis.call('PEXPIREAT', lock, last)
+  return true
+end
+
+-- Fencing counters. A counter lives as long as anything holds its key and
+-- a retention more: renewals, raises and grants to a key already held
+-- never shorten its expiry (the first grant of a free key sets it afresh:
+-- every earlier hold has ended), and a key that has none (it expired,
+-- untouched for a retention, or was lost in an empty restart) reads as
+-- the node's clock in µs, above every token issued a retention before.
+
+-- set_kept sets key to value for at least px ms, never for less than the
+-- time it has left (a key without expiry keeps none).
+local function set_kept(key, value, px)
+  local left = redis.call('PTTL', key)
+  if left == -1 then
+    redis.call('SET', key, value, 'KEEPTTL')
+  else
+    redis.call('SET', key, value, 'PX', math.max(tonumber(px), left))
+  end
+end
+
+-- keep_for keeps key for at least px ms: never shortens its expiry (a key
+-- without expiry keeps none; a missing key stays missing).
+local function keep_for(key, px)
+  local left = redis.call('PTTL', key)
+  if left >= 0 and left < tonumber(px) then redis.call('PEXPIRE', key, px) end
+end
+
+-- next_token issues the token of a grant of a free key: the larger of its
+-- counter + 1 and the node's clock in µs (TIME's reply t), so that it
+-- grows with the counter while the fencing state lives and with the clock
+-- once that expired or was lost. The counter is set to it for the
+-- retention.
+local function next_token(fence, t)
+  local token = math.max(tonumber(redis.call('GET', fence) or '0') + 1, clock_us(t))
+  redis.call('SET', fence, string.format('%d', token), 'PX', retention)
+  return token
+end
+
+-- raise_counter raises the counter fence to token, kept for at least the
+-- retention, if it is below it (a missing counter is); it lowers nothing
+-- and shortens no expiry. It returns whether it raised the counter.
+local function raise_counter(fence, token)
+  if tonumber(token) <= 0 or tonumber(redis.call('GET', fence) or '0') >= tonumber(token) then
+    return false
+  end
+  set_kept(fence, string.format('%d', token), retention)
+  return true
+end
+
+-- counter_keep raises the counter fence to at least token and keeps it
+-- for at least the retention: it lowers neither.
+local function counter_keep(fence, token)
+  if not raise_counter(fence, token) then keep_for(fence, retention) end
+end
+
+-- counter_renew keeps the counter fence of a renewed hold for at least the
+-- retention; where it is missing (deleted, or left by an older version to
+-- expire) it sets it to the holding's token. A counter there is at least
+-- the token already (the write-back) and is not read again: cheaper than
+-- counter_keep on the watchdog's path.
+local function counter_renew(fence, token)
+  local left = redis.call('PTTL', fence)
+  if left == -2 then
+    redis.call('SET', fence, string.format('%d', token), 'PX', retention)
+  elseif left >= 0 and left < tonumber(retention) then
+    redis.call('PEXPIRE', fence, retention)
+  end
+end
+
+-- counter_held is the counter fence for a hold that issues no token of its
+-- own (a reader, a nested hold): its value, or where it has none the
+-- node's clock in µs from TIME's reply t — either way at least every token
+-- a live or recently live holder uses — kept for at least the retention.
+local function counter_held(fence, t)
+  local value = tonumber(redis.call('GET', fence) or '0')
+  if value > 0 then
+    keep_for(fence, retention)
+    return value
+  end
+  value = clock_us(t)
+  redis.call('SET', fence, string.format('%d', value), 'PX', retention)
+  return value
+end
+
+-- Restarts (doc.go, "Restarts"): what a reply says about when its node
+-- started.
+-- start_info: what a reply says about when its node started, for restart
+-- detection. last is this client's LASTSAVE for the node ("" detection off;
+-- "?" none to rely on yet), prefixed with "+" when the client also asks for
+-- the TTL record of the locks (while one of its nodes is young); now is the
+-- reply of TIME, or nil to read it here; longest, when given, a function
+-- returning that record (lease_ttl). Returns nil when nothing need be said
+-- (detection off, or LASTSAVE as the client last saw it, no record asked);
+-- {-2, TTL record in ms} when only the record is; else {uptime in s,
+-- run_id, LASTSAVE, time in s, vouched 1|0, role, TTL record in ms}, or
+-- {-1, why} when the node cannot tell. On a cluster member the first two
+-- forms end with the answering server's node ID and how long it has served
+-- the keys' slot (served_ms), and {-3, node ID, served} stands for nil.
+-- LASTSAVE, reset when a node starts (and by each save), costs next to
+-- nothing; the dearer INFO server is asked only when it differs
+-- from what the client last saw.
+-- trust_key is the key of the TrustStart record that covers this script's
+-- keys (TrustKey on a plain master; on a cluster, the record of the keys'
+-- slot); nil: no record is read. start_keys sets it.
+local trust_key
+
+-- owner_key is, on a cluster member, the record of which primary serves
+-- the keys' slot, and since when: a hash {by = node ID, repl = its
+-- master_replid, since = server ms}, declared in KEYS after the trust key;
+-- nil on a plain master. It never expires (one per slot).
+local owner_key
+
+-- served_ms returns how long, in ms, the server id has served the slot of
+-- owner_key as the primary it is now — the record's age while it names
+-- this server and its replication ID. A replica promoted (CLUSTER FAILOVER,
+-- TAKEOVER) and a restart give the server a new replication ID, a slot
+-- moved here brings another server's record: the record then starts again
+-- from now, or from the process's start for a server that has been a
+-- primary since it started (second_repl_offset -1) and brought no other
+-- server's record. TrustStart writes the record with since 0.
+local function served_ms(id)
+  local repl = redis.pcall('INFO', 'replication')
+  if type(repl) ~= 'string' then return nil, 'INFO replication refused' end
+  local replid = string.match(repl, 'master_replid:(%x+)')
+  if not replid then return nil, 'INFO replication has no master_replid' end
+  local now = now_ms()
+  local rec = redis.call('HMGET', owner_key, 'by', 'repl', 'since')
+  if rec[1] == id and rec[2] == replid and tonumber(rec[3]) then
+    return now - tonumber(rec[3])
+  end
+  local since = now
+  if (not rec[1] or rec[1] == id) and string.match(repl, 'second_repl_offset:(%-?%d+)') == '-1' then
+    local info = redis.pcall('INFO', 'server')
+    local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
+    if up then since = now - up * 1000 end
+  end
+  redis.call('HSET', owner_key, 'by', id, 'repl', replid, 'since', since)
+  return now - since
+end
+
+-- start_keys sets trust_key and owner_key from the KEYS that follow the
+-- script's own n keys (nil when restart detection is off).
+local function start_keys(n)
+  trust_key, owner_key = KEYS[n + 1], KEYS[n + 2]
+end
+
+local function start_info(last, now, longest)
+  if last == '' then return nil end
+  local record = string.sub(last, 1, 1) == '+'
+  if record then last = string.sub(last, 2) end
+  -- On a cluster member (last "@id:LASTSAVE,..."), the client keeps a start
+  -- per server: pick this server's LASTSAVE, and name the server (its node
+  -- ID) in every reply.
+  local id
+  if string.sub(last, 1, 1) == '@' then
+    id = redis.pcall('CLUSTER', 'MYID')
+    if type(id) ~= 'string' then id = '' end
+    local at = id ~= '' and string.find(last, id .. ':', 2, true)
+    last = at and string.match(last, '^(%d+)', at + #id + 1) or '?'
+  end
+  local served
+  if id and owner_key then
+    local why
+    served, why = served_ms(id)
+    if not served then return {-1, why} end
+  end
+  local saved = redis.pcall('LASTSAVE')
+  if type(saved) == 'number' and tostring(saved) == last then
+    if record then return {-2, longest and longest() or 0, id, served} end
+    if id then return {-3, id, served} end
+    return nil
+  end
+  local info = redis.pcall('INFO', 'server')
+  if type(info) ~= 'string' then
+    return {-1, 'INFO server refused: ' .. tostring(type(info) == 'table' and info.err or info)}
+  end
+  local uptime, run_id = string.match(info, 'uptime_in_seconds:(%d+)'), string.match(info, 'run_id:(%x+)')
+  if not (uptime and run_id) then
+    return {-1, 'INFO server has no uptime_in_seconds or run_id'}
+  end
+  if type(saved) ~= 'number' then saved = '' end
+  now = now or redis.call('TIME')
+  -- An operator may vouch that this process started with no lease to forget
+  -- (TrustStart): its run_id under the trust key.
+  local vouched = trust_key and redis.pcall('GET', trust_key) == run_id and 1 or 0
+  -- A node that (re)started as a replica must not vote: its role, while
+  -- INFO is being asked anyway ("" if the section cannot be read).
+  local repl = redis.pcall('INFO', 'replication')
+  local role = type(repl) == 'string' and string.match(repl, 'role:(%a+)') or ''
+  return {tonumber(uptime), run_id, tostring(saved), tostring(now[1]), vouched, role, longest and longest() or 0, id, served}
+end
+
+-- A lock records in its field "ttl" the longest TTL (ms) among the holds
+-- it was granted or repaired with, for clients meeting restarted nodes: a
+-- lease a node lost cannot outlive the node's start by more than its TTL
+-- (doc.go, "Restarts"). The field lives and dies with the lock. raise_ttl
+-- raises it to ttl for a hold added to a lock already held, and returns it.
+local function raise_ttl(lock, ttl)
+  local had = tonumber(redis.call('HGET', lock, 'ttl') or '0')
+  if had >= tonumber(ttl) then return had end
+  redis.call('HSET', lock, 'ttl', ttl)
+  return tonumber(ttl)
+end
+
+-- lease_ttl is the longest TTL recorded by what holds lock here: its "ttl"
+-- field; -1 (unknown, read as MaxRestartGuard) when live readers hold it —
+-- readers record none; pass readers only where they count — or when the
+-- lock was written by a version that recorded none; 0 when nothing holds it.
+local function lease_ttl(lock, readers)
+  if readers and redis.call('ZCOUNT', readers, '(' .. now_ms(), '+inf') > 0 then
+    return -1
+  end
+  local ttl = redis.call('HGET', lock, 'ttl')
+  if ttl then return tonumber(ttl) end
+  return redis.call('EXISTS', lock) == 1 and -1 or 0
+end
+
+-- with_start appends to out, a reply, start_info's fields (time t, TTL
+-- record longest()) when the client must hear when this node started.
+local function with_start(out, t, longest)
+  local start = start_info(restart, t, longest)
+  if start then
+    for _, v in ipairs(start) do out[#out + 1] = v end
+  end
+  return out
+end
+
+-- refusal is a refusal's reply {0, hint}, with start_info's fields.
+local function refusal(hint, longest)
+  return with_start({0, hint}, nil, longest)
+end
