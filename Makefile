@@ -63,8 +63,9 @@ bench: deps
 # down, latency, blackholes, lost replies, partitions) from a seeded RNG under
 # contention, every hold checked for overlaps; prints the per-fault table of
 # docs/CHAOS.md. Then the same for members that are 3-shard Redis Clusters
-# (TestShardSoak, as long again; SOAK_TAKEOVER=1 adds replicas and a stale
-# replica promoted by TAKEOVER). E.g. make chaos SOAK_DUR=10m SOAK_SEED=7.
+# (TestShardSoak, as long again, with replicas and stale replicas promoted
+# by TAKEOVER; SOAK_TAKEOVER=0 leaves both out). E.g. make chaos
+# SOAK_DUR=10m SOAK_SEED=7.
 SOAK_DUR ?= 5m
 SOAK_SEED ?= 1
 .PHONY: chaos
