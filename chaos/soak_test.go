@@ -56,7 +56,7 @@ func TestSoak(t *testing.T) {
 	closeAll := closeSeats(t, w)
 	t.Cleanup(closeAll) // after the holders stopped (Cleanup runs last-in first-out)
 	ctx := testkit.Context(t, *soakDur+5*time.Minute)
-	stopLong := longHolds(ctx, w.rec, w.seats[0])
+	stopLong := longHolds(ctx, w.rec, w.seats[0], "long", ttl, *soakSeed)
 	lag := probeLag(w.rec.Now)
 	stop := w.start(t, *soakSeed)
 	// The other kinds of hold run beside Lock's, on the same clients, under
@@ -94,14 +94,15 @@ func TestSoak(t *testing.T) {
 	if most := rep.MostAtOnce["sem"]; most > permitLimit {
 		t.Errorf("%d holders of the semaphore at once, limit %d", most, permitLimit)
 	}
-	reportLate(t, w.rec.History(), lag)
+	reportLate(t, w.rec.History(), lag, lossMargin)
 	for _, row := range s.table(w.rec.History()) {
 		t.Log(row)
 	}
 }
 
 // lossMargin is how long before Until() the library signals a loss at the
-// scenarios' settings: a tenth of the TTL, at least one node timeout.
+// scenarios' settings: a tenth of the TTL, at least one node timeout. The
+// sharded soak has its own (shardLossMargin).
 const lossMargin = max(nodeTimeout, ttl/10)
 
 // reportLate logs the holds that went on past Until(): losses signalled at
@@ -114,7 +115,7 @@ const lossMargin = max(nodeTimeout, ttl/10)
 // explained by this process's starvation (half: the signal takes more hops
 // than the probe's timer — the library's timer, Done, the holder's watcher).
 // The probe is one goroutine's timer: it may miss a stall of another.
-func reportLate(t *testing.T, history []chaos.Hold, lag *lagLog) {
+func reportLate(t *testing.T, history []chaos.Hold, lag *lagLog, margin time.Duration) {
 	t.Helper()
 	starved, unexplained := 0, 0
 	for _, h := range history {
@@ -126,7 +127,7 @@ func reportLate(t *testing.T, history []chaos.Hold, lag *lagLog) {
 		default:
 			continue
 		}
-		due := h.Until - lossMargin
+		due := h.Until - margin
 		if worst := lag.within(due, at); worst < (at-due)/2 {
 			unexplained++
 			t.Logf("hold %s went on %v past Until() (signalled %v, %v after the signal was due) while no probe timer was later than %v: not explained by starvation",
@@ -323,18 +324,18 @@ func lull(rng *rand.Rand) time.Duration {
 	return 100*time.Millisecond + time.Duration(rng.Int64N(int64(ttl)))
 }
 
-// longHolds holds key "long" through the Client in st again and again,
-// each time until the loss is signalled or for a random while, so that
-// losses get signalled under every fault. The returned stop waits for it to
-// end.
-func longHolds(ctx context.Context, rec *chaos.Recorder, st *seat) (stop func()) {
+// longHolds holds key through the Client in st again and again, each time
+// until the loss is signalled or for 1 to 5 leases (the TTL in use), so
+// that losses get signalled under every fault. The returned stop waits for
+// it to end.
+func longHolds(ctx context.Context, rec *chaos.Recorder, st *seat, key string, lease time.Duration, seed uint64) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		rng := rand.New(rand.NewPCG(*soakSeed, 0x10a9))
+		rng := rand.New(rand.NewPCG(seed, 0x10a9))
 		for ctx.Err() == nil {
 			c, done := st.take()
-			longHold1(ctx, rec, c, rng)
+			longHold1(ctx, rec, c, rng, key, lease)
 			done()
 		}
 	})
@@ -342,15 +343,15 @@ func longHolds(ctx context.Context, rec *chaos.Recorder, st *seat) (stop func())
 	return func() { once.Do(func() { cancel(); wg.Wait() }) }
 }
 
-// longHold1 makes one acquisition of "long" through c and, if it won,
-// holds it until the loss is signalled or for 1 to 5 TTLs.
-func longHold1(ctx context.Context, rec *chaos.Recorder, c *redlock.Client, rng *rand.Rand) {
+// longHold1 makes one acquisition of key through c and, if it won, holds
+// it until the loss is signalled or for 1 to 5 leases.
+func longHold1(ctx context.Context, rec *chaos.Recorder, c *redlock.Client, rng *rand.Rand, key string, lease time.Duration) {
 	actx, cancel := context.WithTimeout(ctx, attemptWait)
-	l, err := c.Lock(actx, "long", redlock.WithAutoRenew(true))
+	l, err := c.Lock(actx, key, redlock.WithAutoRenew(true))
 	cancel()
 	if err != nil {
 		return
 	}
-	d := ttl + time.Duration(rng.Int64N(int64(4*ttl)))
+	d := lease + time.Duration(rng.Int64N(int64(4*lease)))
 	rec.Hold(ctx, "long", l, func(ctx context.Context) { pause(ctx, d) })
 }

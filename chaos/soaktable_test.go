@@ -16,13 +16,19 @@ type tally struct {
 // noFault names the time between episodes.
 const noFault = "none (between episodes)"
 
-// table returns the soak's figures per kind of fault, as Markdown table rows.
-// An acquisition counts for the fault in force when it started, an overlap
-// or regression for the fault in force when its second hold started, and a
-// loss for the fault in force when it was signalled or up to one TTL before
-// (a lease outlives the fault that dooms it by up to one TTL). Fresh
-// clients count for the episode they were drawn with.
+// table returns the soak's figures per kind of fault, as Markdown table rows
+// (faultTable).
 func (s *soak) table(history []chaos.Hold) []string {
+	return faultTable(history, s.episodes, faultKinds(), ttl)
+}
+
+// faultTable returns a soak's figures per kind of fault, kinds in order, as
+// Markdown table rows. An acquisition counts for the fault in force when it
+// started, an overlap or regression for the fault in force when its second
+// hold started, and a loss for the fault in force when it was signalled or
+// up to one lease before (a lease outlives the fault that dooms it by up to
+// one TTL). Fresh clients count for the episode they were drawn with.
+func faultTable(history []chaos.Hold, episodes []episode, kinds []string, lease time.Duration) []string {
 	rep := chaos.Check(history)
 	tallies := map[string]*tally{}
 	get := func(kind string) *tally {
@@ -31,15 +37,15 @@ func (s *soak) table(history []chaos.Hold) []string {
 		}
 		return tallies[kind]
 	}
-	for _, e := range s.episodes {
+	for _, e := range episodes {
 		get(e.kind).episodes++
 		get(e.kind).fresh += e.fresh
 		get(e.kind).faultTime += e.to - e.from
 	}
 	for _, h := range history {
-		get(s.kindAt(h.Start, 0)).acquisitions++
+		get(kindAt(episodes, h.Start, 0)).acquisitions++
 		if h.Lost {
-			tl, margin := get(s.kindAt(h.LossAt, ttl)), h.Until-h.LossAt
+			tl, margin := get(kindAt(episodes, h.LossAt, lease)), h.Until-h.LossAt
 			if tl.losses == 0 || margin < tl.worstMargin {
 				tl.worstMargin = margin
 			}
@@ -50,23 +56,23 @@ func (s *soak) table(history []chaos.Hold) []string {
 		}
 	}
 	for _, o := range rep.Overlaps {
-		get(s.kindAt(o.Second.Start, 0)).overlaps++
+		get(kindAt(episodes, o.Second.Start, 0)).overlaps++
 	}
 	for _, g := range rep.Regressions {
-		get(s.kindAt(g.Next.Start, 0)).regressions++
+		get(kindAt(episodes, g.Next.Start, 0)).regressions++
 	}
 	rows := []string{
 		"| fault | episodes | fault time | fresh clients | acquisitions | overlaps | token regressions | losses signalled (late) | worst loss-signal margin |",
 		"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
 	}
-	for _, kind := range append(faultKinds(), noFault) {
+	for _, kind := range append(kinds, noFault) {
 		if tl := tallies[kind]; tl != nil {
 			rows = append(rows, tl.row(kind))
 		}
 	}
 	total := &tally{acquisitions: rep.Acquisitions, overlaps: len(rep.Overlaps), regressions: len(rep.Regressions),
-		losses: rep.Losses, late: rep.Late, worstMargin: rep.WorstMargin, episodes: len(s.episodes)}
-	for _, e := range s.episodes {
+		losses: rep.Losses, late: rep.Late, worstMargin: rep.WorstMargin, episodes: len(episodes)}
+	for _, e := range episodes {
 		total.faultTime += e.to - e.from
 		total.fresh += e.fresh
 	}
@@ -75,9 +81,9 @@ func (s *soak) table(history []chaos.Hold) []string {
 
 // kindAt returns the kind of the episode in force at offset at, or up to
 // grace after its end; noFault if none.
-func (s *soak) kindAt(at, grace time.Duration) string {
-	for i := len(s.episodes) - 1; i >= 0; i-- {
-		if e := s.episodes[i]; e.from <= at && at < e.to+grace {
+func kindAt(episodes []episode, at, grace time.Duration) string {
+	for i := len(episodes) - 1; i >= 0; i-- {
+		if e := episodes[i]; e.from <= at && at < e.to+grace {
 			return e.kind
 		}
 	}

@@ -28,6 +28,7 @@ type contention struct {
 	key        string
 	kind       holdKind
 	maxWork    time.Duration // each hold works a random time in [0, maxWork)
+	many       []string      // kindMany's keys; manyKeys when nil
 	opts       []redlock.Option
 
 	held     atomic.Int32 // holds in progress
@@ -138,6 +139,9 @@ func (w *contention) acquire(ctx context.Context, c *redlock.Client, rng *rand.R
 	switch {
 	case w.kind == kindMany:
 		keys := slices.Clone(manyKeys)
+		if w.many != nil {
+			keys = slices.Clone(w.many)
+		}
 		rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 		keys = keys[:1+rng.IntN(3)]
 		if try {

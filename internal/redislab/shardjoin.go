@@ -52,6 +52,16 @@ func (m *Member) join(ctx context.Context) error {
 	return m.settled(ctx)
 }
 
+// Settled waits, up to 15 s, until every running node of m reports
+// cluster_state:ok and every running replica's link to its primary is up:
+// a member ready for MoveSlot or CutReplica after a restart. A paused node
+// holds it up until it resumes or the wait ends.
+func (m *Member) Settled(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
+	defer cancel()
+	return m.settled(ctx)
+}
+
 // settled waits until every running node of m reports cluster_state:ok and
 // every running replica's link to its primary is up.
 func (m *Member) settled(ctx context.Context) error {
