@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"strconv"
 	"time"
@@ -144,41 +143,4 @@ func (cfg *config) backoff() *backoff.ExponentialBackOff {
 	return backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(cfg.retryMin), backoff.WithMaxInterval(cfg.retryMax),
 		backoff.WithMultiplier(2), backoff.WithRandomizationFactor(0.5), backoff.WithMaxElapsedTime(0))
-}
-
-// identity is what a lock's value on the nodes is made of: the owner, shared
-// by every attempt of one acquisition (or by every acquisition of a
-// WithOwner owner), the hold of one attempt, and the kind of holding.
-type identity struct {
-	owner, hold string
-	reentrant   bool // the owner was given: Unlock drops only its own hold
-	kind        holdKind
-}
-
-// A holdKind says whom a holding excludes.
-type holdKind uint8
-
-const (
-	writer holdKind = iota // Lock, TryLock, LockMany: everyone
-	reader                 // RLock, TryRLock: writers only
-)
-
-func (cfg *config) identity(kind holdKind) identity {
-	if cfg.owner != "" {
-		return identity{owner: cfg.owner, reentrant: true, kind: kind}
-	}
-	return identity{owner: rand.Text(), kind: kind}
-}
-
-// readerMark starts a reader's member of the waiters' queues.
-const readerMark = "r:"
-
-// queueMember is id's member of the waiters' queues, and what a wake-up
-// names it by: its owner, or "r:<owner>" for a reader — so that a waiter is known as
-// a reader or a writer, and an owner's reader and writer are two waiters.
-func (id identity) queueMember() string {
-	if id.kind == reader {
-		return readerMark + id.owner
-	}
-	return id.owner
 }

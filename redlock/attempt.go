@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -274,21 +273,4 @@ func retryHint(t *quorum.Tally[[]int64]) time.Duration {
 		}
 	}
 	return hint
-}
-
-func (c *Client) isClosed() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.closed
-}
-
-// secondsBetween returns to − from, two decimal counts of seconds, or 0 if
-// either does not parse.
-func secondsBetween(from, to string) time.Duration {
-	f, err1 := strconv.ParseInt(from, 10, 64)
-	t, err2 := strconv.ParseInt(to, 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0
-	}
-	return time.Duration(t-f) * time.Second
 }

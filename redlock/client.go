@@ -243,3 +243,10 @@ func normalAddr(addr string) string {
 	}
 	return net.JoinHostPort(strings.ToLower(host), port)
 }
+
+// isClosed reports whether Close has been called.
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}

@@ -38,38 +38,3 @@ func checkMany(keys []string) error {
 	}
 	return nil
 }
-
-// checkKeys refuses keys the library cannot lock together: each must be a
-// valid key, none twice, and on cluster nodes all in one hash slot.
-func (c *Client) checkKeys(keys []string) error {
-	seen := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		if err := checkKey(k); err != nil {
-			return err
-		}
-		if seen[k] {
-			return invalid("key %s given twice", shortKey(k))
-		}
-		seen[k] = true
-	}
-	if len(keys) > 1 && c.hasCluster() {
-		slot := slotOf(Keys("", keys[0]).Lock)
-		for _, k := range keys[1:] {
-			if s := slotOf(Keys("", k).Lock); s != slot {
-				return invalid("keys %s and %s are on hash slots %d and %d: a cluster node takes several keys at once only on one slot",
-					shortKey(keys[0]), shortKey(k), slot, s)
-			}
-		}
-	}
-	return nil
-}
-
-// hasCluster reports whether any node is a Redis Cluster.
-func (c *Client) hasCluster() bool {
-	for _, n := range c.nodes {
-		if n.cluster {
-			return true
-		}
-	}
-	return false
-}

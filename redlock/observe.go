@@ -59,18 +59,18 @@ func (NopObserver) NodeFailed(context.Context, string, string, NodeVote) {}
 // WithObserver adds o to the observers: of the Client when given to New, of
 // one acquisition and its Lock when given to a call (doc.go, "Options").
 func WithObserver(o Observer) Option {
-	return func(c *config) { c.observers = append(c.observers[:len(c.observers):len(c.observers)], o) }
+	return func(cfg *config) { cfg.observers = append(cfg.observers[:len(cfg.observers):len(cfg.observers)], o) }
 }
 
 // WithLogger logs failed acquisitions and renewals, lost locks and node
 // errors through logger. Without it nothing is logged.
 func WithLogger(logger *slog.Logger) Option {
-	return func(c *config) {
+	return func(cfg *config) {
 		var o Observer
 		if logger != nil {
 			o = slogObserver{log: logger}
 		}
-		WithObserver(o)(c)
+		WithObserver(o)(cfg)
 	}
 }
 

@@ -43,58 +43,58 @@ type Option func(*config)
 
 // WithTTL sets the lease each node grants. TTLs too short to leave the loss
 // margin are refused (doc.go, "Options"). Default DefaultTTL.
-func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
+func WithTTL(d time.Duration) Option { return func(cfg *config) { cfg.ttl = d } }
 
 // WithNodeTimeout sets the timeout of every call to one node — acquire,
 // extend and unlock alike — whatever the redis client's own settings.
 // Default DefaultNodeTimeout.
-func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
+func WithNodeTimeout(d time.Duration) Option { return func(cfg *config) { cfg.nodeTimeout = d } }
 
 // WithDriftFactor sets the clock drift allowance as a share of the TTL, in
 // [0, 1): drift = ttl·f + 2ms. Default DefaultDriftFactor.
-func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor = f } }
+func WithDriftFactor(f float64) Option { return func(cfg *config) { cfg.driftFactor = f } }
 
 // WithAutoRenew turns the watchdog on or off: on (the default), a held lock
 // is renewed every TTL/3 until Unlock or Close (doc.go, "Options").
-func WithAutoRenew(on bool) Option { return func(c *config) { c.autoRenew = on } }
+func WithAutoRenew(on bool) Option { return func(cfg *config) { cfg.autoRenew = on } }
 
 // WithMaxWait bounds how long Lock and Do wait when their context has no
 // deadline. At most MaxDuration. Default DefaultMaxWait.
-func WithMaxWait(d time.Duration) Option { return func(c *config) { c.maxWait = d } }
+func WithMaxWait(d time.Duration) Option { return func(cfg *config) { cfg.maxWait = d } }
 
 // WithRetryDelay sets the bounds of the randomized exponential backoff
 // between attempts: 0 < min ≤ max ≤ MaxDuration. Default DefaultRetryMin
 // and DefaultRetryMax.
 func WithRetryDelay(min, max time.Duration) Option {
-	return func(c *config) { c.retryMin, c.retryMax = min, max }
+	return func(cfg *config) { cfg.retryMin, cfg.retryMax = min, max }
 }
 
 // WithPrefix sets the prefix of the names the library writes on the nodes
 // (see Keys). Default DefaultPrefix.
-func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
+func WithPrefix(p string) Option { return func(cfg *config) { cfg.prefix = p } }
 
 // WithOwner makes acquisitions by owner reentrant: they nest, and the key
 // is freed when the last is released. Owner must be unique to whatever should
 // exclude others; see doc.go, "Options" and "Reentrancy".
 func WithOwner(owner string) Option {
-	return func(c *config) { c.owner, c.ownerSet = owner, true }
+	return func(cfg *config) { cfg.owner, cfg.ownerSet = owner, true }
 }
 
 // WithRestartGuard sets how long after a node's process starts its grants
 // are not counted, in place of the default guard; 0 turns restart detection
 // off. See doc.go, "Restarts" and "Options".
 func WithRestartGuard(d time.Duration) Option {
-	return func(c *config) { c.guardWindow, c.guardSet = d, true }
+	return func(cfg *config) { cfg.guardWindow, cfg.guardSet = d, true }
 }
 
 // WithFenceRetention sets how long a key's fencing state outlives its last
 // hold; it must be longer than the TTL (doc.go, "Fencing tokens").
 // Default DefaultFenceRetention.
-func WithFenceRetention(d time.Duration) Option { return func(c *config) { c.retention = d } }
+func WithFenceRetention(d time.Duration) Option { return func(cfg *config) { cfg.retention = d } }
 
 // WithClock sets the clock used for validity and timers; tests pass a
 // *clock.Fake. An option of New only. Default clock.Real().
-func WithClock(k clock.Clock) Option { return func(c *config) { c.clock = k } }
+func WithClock(k clock.Clock) Option { return func(cfg *config) { cfg.clock = k } }
 
 type config struct {
 	ttl, nodeTimeout, maxWait time.Duration
@@ -130,67 +130,67 @@ func defaults() config {
 	}
 }
 
-// with returns a copy of c with opts applied, or an error if the result is
+// with returns a copy of cfg with opts applied, or an error if the result is
 // not a usable configuration. The clock is the Client's: a per-call option
 // that changes it is refused. Observers added per call follow the Client's
 // (WithObserver copies the slice: the Client's is never changed).
-func (c config) with(opts []Option) (config, error) {
-	clk := c.clock
+func (cfg config) with(opts []Option) (config, error) {
+	clk := cfg.clock
 	for _, o := range opts {
 		if o == nil {
-			return c, invalid("nil Option")
+			return cfg, invalid("nil Option")
 		}
-		o(&c)
+		o(&cfg)
 	}
-	if c.perCall && c.clock != clk {
-		return c, invalid("WithClock is an option of New, not of one call: one clock paces all of a Client's renewals")
+	if cfg.perCall && cfg.clock != clk {
+		return cfg, invalid("WithClock is an option of New, not of one call: one clock paces all of a Client's renewals")
 	}
-	return c, c.validate()
+	return cfg, cfg.validate()
 }
 
-func (c *config) validate() error {
-	if err := c.checkBounds(); err != nil {
+func (cfg *config) validate() error {
+	if err := cfg.checkBounds(); err != nil {
 		return err
 	}
 	switch {
-	case c.ttl <= 0:
-		return invalid("TTL %v must be positive", c.ttl)
-	case c.nodeTimeout <= 0:
-		return invalid("node timeout %v must be positive", c.nodeTimeout)
-	case math.IsNaN(c.driftFactor) || c.driftFactor < 0 || c.driftFactor >= 1:
-		return invalid("drift factor %v must be in [0, 1)", c.driftFactor)
-	case c.ttl-c.drift() <= c.nodeTimeout+c.lossMargin():
+	case cfg.ttl <= 0:
+		return invalid("TTL %v must be positive", cfg.ttl)
+	case cfg.nodeTimeout <= 0:
+		return invalid("node timeout %v must be positive", cfg.nodeTimeout)
+	case math.IsNaN(cfg.driftFactor) || cfg.driftFactor < 0 || cfg.driftFactor >= 1:
+		return invalid("drift factor %v must be in [0, 1)", cfg.driftFactor)
+	case cfg.ttl-cfg.drift() <= cfg.nodeTimeout+cfg.lossMargin():
 		return invalid("TTL %v too short: the validity left after one node timeout (TTL − drift %v − node timeout %v) must exceed the loss margin %v",
-			c.ttl, c.drift(), c.nodeTimeout, c.lossMargin())
-	case c.retention <= c.ttl:
-		return invalid("fence retention %v must be longer than the TTL %v", c.retention, c.ttl)
-	case c.maxWait <= 0:
-		return invalid("max wait %v must be positive", c.maxWait)
-	case c.retryMin <= 0 || c.retryMax < c.retryMin:
-		return invalid("retry delay [%v, %v] must satisfy 0 < min ≤ max", c.retryMin, c.retryMax)
-	case c.clock == nil:
+			cfg.ttl, cfg.drift(), cfg.nodeTimeout, cfg.lossMargin())
+	case cfg.retention <= cfg.ttl:
+		return invalid("fence retention %v must be longer than the TTL %v", cfg.retention, cfg.ttl)
+	case cfg.maxWait <= 0:
+		return invalid("max wait %v must be positive", cfg.maxWait)
+	case cfg.retryMin <= 0 || cfg.retryMax < cfg.retryMin:
+		return invalid("retry delay [%v, %v] must satisfy 0 < min ≤ max", cfg.retryMin, cfg.retryMax)
+	case cfg.clock == nil:
 		return invalid("nil clock")
-	case c.ownerSet && c.owner == "":
+	case cfg.ownerSet && cfg.owner == "":
 		return invalid("empty owner")
-	case strings.HasPrefix(c.owner, readerMark):
-		return invalid("owner %s starts with %q, which marks readers in the waiters' queues", shortKey(c.owner), readerMark)
-	case hasNil(c.observers):
+	case strings.HasPrefix(cfg.owner, readerMark):
+		return invalid("owner %s starts with %q, which marks readers in the waiters' queues", shortKey(cfg.owner), readerMark)
+	case hasNil(cfg.observers):
 		return invalid("nil Observer or Logger")
-	case c.guardSet && c.guardWindow < 0:
-		return invalid("restart guard %v must not be negative", c.guardWindow)
+	case cfg.guardSet && cfg.guardWindow < 0:
+		return invalid("restart guard %v must not be negative", cfg.guardWindow)
 	}
-	return checkPrefix(c.prefix)
+	return checkPrefix(cfg.prefix)
 }
 
 // checkBounds refuses a duration option above MaxDuration, naming it.
-func (c *config) checkBounds() error {
+func (cfg *config) checkBounds() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
 	}{
-		{"TTL", c.ttl}, {"node timeout", c.nodeTimeout}, {"max wait", c.maxWait},
-		{"retry delay min", c.retryMin}, {"retry delay max", c.retryMax},
-		{"restart guard", c.guardWindow}, {"fence retention", c.retention},
+		{"TTL", cfg.ttl}, {"node timeout", cfg.nodeTimeout}, {"max wait", cfg.maxWait},
+		{"retry delay min", cfg.retryMin}, {"retry delay max", cfg.retryMax},
+		{"restart guard", cfg.guardWindow}, {"fence retention", cfg.retention},
 	} {
 		if d.v > MaxDuration {
 			return invalid("%s %v is longer than MaxDuration (%v): the leases and deadlines derived from it would overflow", d.name, d.v, MaxDuration)
@@ -199,7 +199,7 @@ func (c *config) checkBounds() error {
 	return nil
 }
 
-func (c *config) drift() time.Duration { return clock.Drift(c.ttl, c.driftFactor) }
+func (cfg *config) drift() time.Duration { return clock.Drift(cfg.ttl, cfg.driftFactor) }
 
 // lossMargin is how long before the end of validity a lock that was not
 // renewed is declared lost, so that Done() closes strictly before Until()
@@ -208,41 +208,43 @@ func (c *config) drift() time.Duration { return clock.Drift(c.ttl, c.driftFactor
 // timer: a loaded process fires timers tens of milliseconds late. validate
 // refuses TTLs whose validity cannot hold it, and an acquisition that leaves
 // less than it fails.
-func (c *config) lossMargin() time.Duration { return max(c.nodeTimeout, c.ttl/10) }
+func (cfg *config) lossMargin() time.Duration { return max(cfg.nodeTimeout, cfg.ttl/10) }
 
 // renewEvery is the watchdog's period: TTL/3, or sooner when the loss margin
 // is a large part of the validity, so that a renewal and one retry come
 // before the loss is declared. renewRetry is its pace after a failure.
-func (c *config) renewEvery() time.Duration {
-	return min(c.ttl/3, (c.ttl-c.drift()-c.lossMargin())/2)
+func (cfg *config) renewEvery() time.Duration {
+	return min(cfg.ttl/3, (cfg.ttl-cfg.drift()-cfg.lossMargin())/2)
 }
-func (c *config) renewRetry() time.Duration { return max(c.ttl/10, c.nodeTimeout) }
+func (cfg *config) renewRetry() time.Duration { return max(cfg.ttl/10, cfg.nodeTimeout) }
 
 // renewTimeout bounds each node's call in a watchdog round: up to four node
 // timeouts, at most half the loss margin, so that a retry still fits before
 // the loss is declared. Validity is counted from the round's start, so a
 // longer round costs validity, never safety.
-func (c *config) renewTimeout() time.Duration {
-	return max(c.nodeTimeout, min(4*c.nodeTimeout, c.lossMargin()/2))
+func (cfg *config) renewTimeout() time.Duration {
+	return max(cfg.nodeTimeout, min(4*cfg.nodeTimeout, cfg.lossMargin()/2))
 }
 
 // queueLease is how long a waiter keeps its place in line without a new
 // attempt: several of the longest retry delays, so that only a waiter that
 // gave up or crashed loses it.
-func (c *config) queueLease() time.Duration { return 5*c.retryMax + c.nodeTimeout + time.Millisecond }
+func (cfg *config) queueLease() time.Duration {
+	return 5*cfg.retryMax + cfg.nodeTimeout + time.Millisecond
+}
 
 // restartGuard is the restart detection window: WithRestartGuard's, else the
 // TTL — the least the default guard may be (guard.go). Zero means off.
-func (c *config) restartGuard() time.Duration {
-	if c.guardSet {
-		return c.guardWindow
+func (cfg *config) restartGuard() time.Duration {
+	if cfg.guardSet {
+		return cfg.guardWindow
 	}
-	return c.ttl
+	return cfg.ttl
 }
 
 // detectRestarts reports whether acquisitions check for restarted nodes.
-func (c *config) detectRestarts() bool { return c.restartGuard() > 0 }
+func (cfg *config) detectRestarts() bool { return cfg.restartGuard() > 0 }
 
 // defaultGuard reports whether acquisitions learn the guard from the nodes
 // (guard.go): no WithRestartGuard.
-func (c *config) defaultGuard() bool { return !c.guardSet }
+func (cfg *config) defaultGuard() bool { return !cfg.guardSet }

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -123,4 +124,15 @@ func recordOf(ms int64) time.Duration {
 		return MaxRestartGuard
 	}
 	return time.Duration(ms) * time.Millisecond
+}
+
+// secondsBetween returns to − from, two decimal counts of seconds, or 0 if
+// either does not parse.
+func secondsBetween(from, to string) time.Duration {
+	f, err1 := strconv.ParseInt(from, 10, 64)
+	t, err2 := strconv.ParseInt(to, 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(t-f) * time.Second
 }
