@@ -65,8 +65,8 @@ type demoRun struct {
 	emb    *embedded       // nil when the nodes came from --nodes
 	store  *store
 	check  checker
-	tally  tally
-	scene  scene
+	stats  buyerStats
+	faults demoFaults
 	start  time.Time
 	ended  time.Time  // when the buyers stopped
 	outMu  sync.Mutex // serializes progress lines
@@ -181,7 +181,7 @@ func (d *demoRun) play(ctx context.Context) {
 	for range d.workers {
 		wg.Go(func() { d.buyer(ctx) })
 	}
-	wg.Go(func() { d.scene.play(ctx, d) })
+	wg.Go(func() { d.faults.play(ctx, d) })
 	wg.Go(func() { d.ticker(ctx) })
 	wg.Wait()
 	d.ended = time.Now()
@@ -194,8 +194,8 @@ func (d *demoRun) buyer(ctx context.Context) {
 		var bought bool
 		asked := time.Now()
 		err := d.client.Do(ctx, d.key, func(ctx context.Context) error {
-			d.tally.waited(time.Since(asked))
-			d.scene.entered()
+			d.stats.waited(time.Since(asked))
+			d.faults.entered()
 			defer d.check.enter()()
 			left, err := d.store.buy(ctx, purchasePause)
 			if bought = left >= 0 && err == nil; bought && left == 0 {
@@ -203,7 +203,7 @@ func (d *demoRun) buyer(ctx context.Context) {
 			}
 			return err
 		})
-		if !d.tally.record(ctx, bought, err) {
+		if !d.stats.record(ctx, bought, err) {
 			return
 		}
 	}

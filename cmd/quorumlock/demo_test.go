@@ -22,7 +22,7 @@ func demoTable(t *testing.T, stdout string) map[string]string {
 }
 
 // checkDemo fails t unless the demo passed with nothing oversold and no
-// overlap, and its scene's events all happened.
+// overlap, and its faults' events all happened.
 func checkDemo(t *testing.T, code int, stdout, stderr string, events ...string) {
 	t.Helper()
 	rows := demoTable(t, stdout)

@@ -17,10 +17,10 @@ func (d *demoRun) ticker(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			sold := d.tally.sold.Load()
+			sold := d.stats.sold.Load()
 			d.progress("sold %d (%d/s), stock %d, not obtained %d, locks lost %d, overlaps %d",
-				sold, sold-before, int64(d.stock)-sold, d.tally.notObtained.Load(),
-				d.tally.lost.Load(), d.check.overlaps.Load())
+				sold, sold-before, int64(d.stock)-sold, d.stats.notObtained.Load(),
+				d.stats.lost.Load(), d.check.overlaps.Load())
 			before = sold
 		}
 	}
@@ -58,16 +58,16 @@ func (d *demoRun) results(left, sold int64) (rows []row, failures []string) {
 	oversold := max(0, sold-initial)
 	lostUpdates := initial - left - sold
 	overlaps := d.check.overlaps.Load()
-	p := d.tally.percentiles(50, 99)
+	p := d.stats.percentiles(50, 99)
 	rows = []row{
 		{"sold", fmt.Sprint(sold), fmt.Sprintf("of %d, by %d buyers in %v", initial, d.workers, d.duration)},
 		{"stock left", fmt.Sprint(left), ""},
 		{"oversold", fmt.Sprint(oversold), "sold − initial stock: must be 0"},
 		{"lost updates", fmt.Sprint(lostUpdates), "initial − left − sold: must be 0"},
 		{"overlaps", fmt.Sprint(overlaps), "holders that found another inside: must be 0"},
-		{"locks lost", fmt.Sprint(d.tally.lost.Load()), ""},
-		{"not obtained", fmt.Sprint(d.tally.notObtained.Load()), "attempts that gave up waiting"},
-		{"errors", fmt.Sprint(d.tally.failed.Load()), "failed store calls, releases no majority confirmed"},
+		{"locks lost", fmt.Sprint(d.stats.lost.Load()), ""},
+		{"not obtained", fmt.Sprint(d.stats.notObtained.Load()), "attempts that gave up waiting"},
+		{"errors", fmt.Sprint(d.stats.failed.Load()), "failed store calls, releases no majority confirmed"},
 		{"wait p50", p[0].Round(10 * time.Microsecond).String(), "from asking for the lock to holding it"},
 		{"wait p99", p[1].Round(10 * time.Microsecond).String(), ""},
 	}
@@ -75,7 +75,7 @@ func (d *demoRun) results(left, sold int64) (rows []row, failures []string) {
 	failures = check(failures, lostUpdates != 0, "%d lost updates", lostUpdates)
 	failures = check(failures, overlaps > 0, "%d overlapping holds", overlaps)
 	failures = check(failures, initial > 0 && sold == 0, "nothing was sold")
-	rows, failures = d.sceneResults(rows, failures)
+	rows, failures = d.faultResults(rows, failures)
 	verdict := "OK"
 	if len(failures) > 0 {
 		verdict = "FAILED"
@@ -83,11 +83,11 @@ func (d *demoRun) results(left, sold int64) (rows []row, failures []string) {
 	return append(rows, row{"verdict", verdict, ""}), failures
 }
 
-// sceneResults adds the rows of the scene's events, and the failure of a
+// faultResults adds the rows of the demo faults' events, and the failure of a
 // node that did not restart. A lost lock is no failure: the library saw that
 // it could not renew in time (on a stalled machine) and said so.
-func (d *demoRun) sceneResults(rows []row, failures []string) ([]row, []string) {
-	s := &d.scene
+func (d *demoRun) faultResults(rows []row, failures []string) ([]row, []string) {
+	s := &d.faults
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if d.emb != nil {
@@ -112,7 +112,7 @@ func (d *demoRun) sceneResults(rows []row, failures []string) ([]row, []string) 
 		row{"expiry", expiry, "the holder crashes without releasing"}), failures
 }
 
-func killText(s *scene) string {
+func killText(s *demoFaults) string {
 	switch {
 	case s.killedAt == 0:
 		return "not killed before the end"

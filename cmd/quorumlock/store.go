@@ -94,22 +94,22 @@ func (c *checker) enter() (leave func()) {
 	return func() { c.holders.Add(-1) }
 }
 
-// A tally counts what the workers did; it is safe for concurrent use.
-type tally struct {
+// A buyerStats counts what the workers did; it is safe for concurrent use.
+type buyerStats struct {
 	sold, soldOut, lost, notObtained, failed atomic.Int64
 
 	mu    sync.Mutex
 	waits []time.Duration // time from asking for the lock to holding it
 }
 
-func (t *tally) waited(d time.Duration) {
+func (t *buyerStats) waited(d time.Duration) {
 	t.mu.Lock()
 	t.waits = append(t.waits, d)
 	t.mu.Unlock()
 }
 
 // percentiles returns the p-th percentiles (0–100) of the waits, nearest rank.
-func (t *tally) percentiles(ps ...float64) []time.Duration {
+func (t *buyerStats) percentiles(ps ...float64) []time.Duration {
 	t.mu.Lock()
 	w := slices.Clone(t.waits)
 	t.mu.Unlock()
@@ -125,7 +125,7 @@ func (t *tally) percentiles(ps ...float64) []time.Duration {
 
 // record counts the outcome of one purchase attempt. It reports false when
 // the worker should stop: its context ended.
-func (t *tally) record(ctx context.Context, bought bool, err error) bool {
+func (t *buyerStats) record(ctx context.Context, bought bool, err error) bool {
 	if bought {
 		t.sold.Add(1)
 	}

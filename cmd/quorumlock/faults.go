@@ -9,15 +9,15 @@ import (
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
-// killedNode is the embedded node the scene kills and restarts.
+// killedNode is the embedded node the demo's faults kill and restarts.
 const killedNode = 1
 
-// A scene is what happens to the buyers while they buy: an embedded node is
+// A demoFaults is what happens to the buyers while they buy: an embedded node is
 // killed and, a TTL later, restarted empty (the delayed restart Redlock
 // needs); and another process keeps the lock for 1.5 TTL — the watchdog
 // must renew it — then crashes without releasing it, and a buyer must take
 // over once its lease expires. Its methods are safe for concurrent use.
-type scene struct {
+type demoFaults struct {
 	mu                    sync.Mutex
 	killedAt, restartedAt time.Duration // since the start; 0 if it did not happen
 	restartErr            error
@@ -36,7 +36,7 @@ func (d *demoRun) timing() (kill, restart, crash time.Duration) {
 	return kill, kill + d.ttl + d.ttl/10, d.duration / 4
 }
 
-func (s *scene) play(ctx context.Context, d *demoRun) {
+func (s *demoFaults) play(ctx context.Context, d *demoRun) {
 	var wg sync.WaitGroup
 	if d.emb != nil {
 		wg.Go(func() { s.killAndRestart(ctx, d) })
@@ -45,7 +45,7 @@ func (s *scene) play(ctx context.Context, d *demoRun) {
 	wg.Wait()
 }
 
-func (s *scene) killAndRestart(ctx context.Context, d *demoRun) {
+func (s *demoFaults) killAndRestart(ctx context.Context, d *demoRun) {
 	kill, restart, _ := d.timing()
 	if sleepCtx(ctx, time.Until(d.start.Add(kill))) != nil {
 		return
@@ -65,11 +65,11 @@ func (s *scene) killAndRestart(ctx context.Context, d *demoRun) {
 	d.progress("node %d restarted empty, more than a TTL after it was killed", killedNode+1)
 }
 
-// crashingHolder is another process: at the scene's time it takes the
+// crashingHolder is another process: at the faults' time it takes the
 // lock, keeps it for 1.5 TTL while its watchdog renews it, then crashes —
 // its Client closes without releasing, so the lock stays on the nodes until
 // its lease ends.
-func (s *scene) crashingHolder(ctx context.Context, d *demoRun) {
+func (s *demoFaults) crashingHolder(ctx context.Context, d *demoRun) {
 	_, _, at := d.timing()
 	if sleepCtx(ctx, time.Until(d.start.Add(at))) != nil {
 		return
@@ -127,7 +127,7 @@ func watch(ctx context.Context, l *redlock.Lock, hold time.Duration) (int, error
 }
 
 // entered notes a buyer's hold, to time the takeover after the crash.
-func (s *scene) entered() {
+func (s *demoFaults) entered() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.crashedAt.IsZero() && s.takeover == 0 {
@@ -135,7 +135,7 @@ func (s *scene) entered() {
 	}
 }
 
-func (s *scene) set(f func()) {
+func (s *demoFaults) set(f func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f()
