@@ -23,7 +23,6 @@ import (
 	"go/doc"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -70,24 +69,26 @@ func must(es []entry, err error) []entry {
 // measure returns the exported names of the package in dir, tests left out.
 func measure(dir string) ([]entry, error) {
 	fset := token.NewFileSet()
-	notTest := func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }
-	pkgs, err := parser.ParseDir(fset, dir, notTest, parser.ParseComments)
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		return nil, err
 	}
-	var es []entry
-	for _, p := range pkgs {
-		var files []*ast.File
-		for _, f := range p.Files {
-			files = append(files, f)
+	var files []*ast.File
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
 		}
-		dp, err := doc.NewFromFiles(fset, files, "./"+filepath.ToSlash(dir))
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
 		if err != nil {
 			return nil, err
 		}
-		es = append(es, named(dp)...)
+		files = append(files, f)
 	}
-	return es, nil
+	dp, err := doc.NewFromFiles(fset, files, "./"+filepath.ToSlash(dir))
+	if err != nil {
+		return nil, err
+	}
+	return named(dp), nil
 }
 
 // named lists the names go doc shows for p, each with its comment's size.
