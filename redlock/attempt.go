@@ -38,12 +38,16 @@ type acquisition struct {
 
 // newAcquisition checks ctx and keys, applies opts over the Client's
 // defaults and counts the call in flight; on success the caller must call
-// c.end.
+// c.end. Once two members were found to be one cluster, it refuses every
+// acquisition with ErrSameCluster's error.
 func (c *Client) newAcquisition(ctx context.Context, keys []string, opts []Option, kind holdKind) (*acquisition, error) {
 	if ctx == nil {
 		return nil, errNilContext
 	}
 	if err := c.checkKeys(keys); err != nil {
+		return nil, err
+	}
+	if err := c.ids.sameCluster(); err != nil {
 		return nil, err
 	}
 	cfg, err := c.cfg.with(opts)

@@ -55,6 +55,11 @@ func (c *Client) execAlone(ctx context.Context, n int, sc *scriptCall) {
 // never sent.
 func (c *Client) exec(ctx context.Context, n int, sc *scriptCall) *redis.Cmd {
 	nd := c.nodes[n]
+	if err := c.ids.identify(ctx, n, nd.rdb); err != nil { // samecluster.go
+		cmd := redis.NewCmd(ctx, sc.evalsha...)
+		cmd.SetErr(err)
+		return cmd
+	}
 	cmd := nd.do(ctx, sc.evalsha...)
 	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.nodeTimeout)

@@ -22,6 +22,7 @@ type Client struct {
 
 	bell     bell
 	renewals renewer
+	ids      *identities // the members' cluster node IDs (samecluster.go)
 
 	mu     sync.Mutex
 	closed bool
@@ -46,6 +47,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	c := &Client{cfg: cfg, nodes: make([]*node, len(nodes)), locks: map[*Lock]struct{}{}, done: make(chan struct{}), jobs: make(chan func())}
 	c.bell = bell{c: c, waiters: map[string]map[chan struct{}]string{}}
 	c.renewals.c = c
+	c.ids = newIdentities(len(nodes))
 	addrs := make([]string, len(nodes))
 	for i, rdb := range nodes {
 		if isNil(rdb) {

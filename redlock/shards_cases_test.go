@@ -1,13 +1,16 @@
 package redlock_test
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/quorum"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
@@ -104,35 +107,71 @@ func TestShardsTrustStartCoversEveryShard(t *testing.T) {
 	})
 }
 
-// Issue 20, item 4, the part New cannot see: two members seeded with
-// different nodes of one cluster (disjoint seed lists) are one member. New
-// accepts them — it sends nothing — but the Client must find out at first
-// contact (the nodes' cluster IDs) and never count that cluster twice:
-// with the only other member down, no lock may be granted.
+// Issue 20, item 4, the part New cannot see: two members that reach one
+// cluster through seeds New cannot tell apart — cluster clients seeded with
+// different nodes, or a plain client of one of its nodes beside a cluster
+// client of it — are one member. New accepts them (it sends nothing); the
+// Client reads each member's cluster node IDs at first contact, and never
+// counts that cluster twice: with the only other member down, no lock is
+// granted, and once the Client has seen the two members' IDs, every
+// acquisition fails with ErrSameCluster naming both.
 func TestShardsOneClusterThroughDisjointSeeds(t *testing.T) {
-	issue20(t, "one cluster given twice through disjoint seeds")
 	lab := redislab.StartShards(t, 2, 3)
 	one, other := lab.Members[0], lab.Members[1]
-	clients := []redis.UniversalClient{
-		redis.NewClusterClient(&redis.ClusterOptions{Addrs: one.Seeds()[:1]}),
-		redis.NewClusterClient(&redis.ClusterOptions{Addrs: one.Seeds()[1:]}),
-		redis.NewClusterClient(&redis.ClusterOptions{Addrs: other.Seeds(), MaxRetries: -1}),
+	seeds := one.Seeds()
+	cases := []struct {
+		name  string
+		twice redis.UniversalClient // the second way into the cluster of one
+		key   string
+	}{
+		{"disjoint seeds", redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds[1:]}), "twice"},
+		// A key of shard 1, which the plain client of its primary can grant.
+		{"plain client of a node", redis.NewClient(&redis.Options{Addr: seeds[1]}), one.Shards[1].Keys("twice", 1)[0]},
 	}
-	for _, c := range clients {
-		t.Cleanup(func() { c.Close() })
-	}
-	c := newClient(t, clients, redlock.WithRestartGuard(0))
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := ctxFor(t, time.Minute)
 	for _, n := range other.Nodes() {
 		if err := n.Kill(); err != nil {
 			t.Fatalf("Kill: %v", err)
 		}
 	}
-	l, err := c.TryLock(ctx, "twice")
-	if err == nil {
-		t.Fatalf("TryLock granted %q (token %d) by one cluster counted as two members, with the only other member down", l.Key(), l.Token())
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clients := []redis.UniversalClient{
+				redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds[:1]}),
+				tc.twice,
+				redis.NewClusterClient(&redis.ClusterOptions{Addrs: other.Seeds(), MaxRetries: -1}),
+			}
+			for _, c := range clients {
+				t.Cleanup(func() { c.Close() })
+			}
+			c := newClient(t, clients, redlock.WithRestartGuard(0))
+			requireSameCluster(t, ctx, c, tc.key)
+		})
 	}
-	t.Logf("TryLock: %v", err)
+}
+
+// requireSameCluster fails t if c, whose members 0 and 1 are one cluster
+// and whose member 2 is down, is ever granted key, or if its attempts do
+// not come to fail with ErrSameCluster naming members 0 and 1 (the first
+// ones may fail for the time the cluster clients take to start).
+func requireSameCluster(t *testing.T, ctx context.Context, c *redlock.Client, key string) {
+	t.Helper()
+	var last error
+	testkit.Eventually(t, 20*time.Second, "an attempt fails with ErrSameCluster", func() bool {
+		l, err := c.TryLock(ctx, key)
+		if err == nil {
+			t.Fatalf("TryLock granted %q (token %d) by one cluster counted as two members, with the only other member down", l.Key(), l.Token())
+		}
+		last = err
+		return errors.Is(err, redlock.ErrSameCluster)
+	})
+	t.Logf("TryLock: %v", last)
+	if !strings.Contains(last.Error(), "members 0 and 1") {
+		t.Errorf("error %q does not name members 0 and 1", last)
+	}
+	if _, err := c.Lock(ctx, key); !errors.Is(err, redlock.ErrSameCluster) {
+		t.Errorf("Lock after the cluster was found twice: %v, want ErrSameCluster", err)
+	}
 }
 
 // Issue 20 (b) under the default guard: every member vouched for, so each

@@ -68,13 +68,14 @@ func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
 // lasting reports whether a node's failed vote will fail the same way at
 // every attempt, whatever the wait: the node cannot tell when it started
 // (INFO refused to the user), it is a replica, or the server refuses the
-// user the commands the library needs (NOPERM). Timeouts, refused
+// user the commands the library needs (NOPERM), or it is a cluster another
+// member already reaches (ErrSameCluster). Timeouts, refused
 // connections, restarts and held locks are not lasting: they heal.
 func lasting(err error) bool {
 	switch {
 	case err == nil:
 		return false
-	case errors.Is(err, ErrStartUnknown), errors.Is(err, ErrReplica):
+	case errors.Is(err, ErrStartUnknown), errors.Is(err, ErrReplica), errors.Is(err, ErrSameCluster):
 		return true
 	}
 	var re redis.Error
@@ -93,11 +94,16 @@ func replicaError(err error) error {
 
 // hopeless reports whether the failed attempt err can never be followed by
 // one that wins, however long the caller waits: so many nodes fail for a
-// lasting reason (see lasting) that the others cannot make a majority.
+// lasting reason (see lasting) that the others cannot make a majority — or
+// two members were found to be one cluster, which fails every acquisition
+// of the Client from then on (ErrSameCluster).
 func hopeless(err error) bool {
 	var q *QuorumError
 	if !errors.As(err, &q) || !errors.Is(q.Err, ErrNotObtained) {
 		return false
+	}
+	if errors.Is(err, ErrSameCluster) {
+		return true
 	}
 	n := lastingFailures(q)
 	return n > 0 && len(q.Votes)-n < q.Need
