@@ -749,7 +749,7 @@
 // it vouches every primary, on a client of one cluster node that node (see
 // "Members that are Redis Clusters"); a replica is refused with ErrReplica,
 // whether or not it accepts writes. It needs INFO, SET and HSET (and, on a
-// cluster, CLUSTER MYID and CLUSTER SLOTS) on the node, and does not close
+// cluster, CLUSTER MYID and CLUSTER SHARDS) on the node, and does not close
 // it.
 //
 // CheckNew tells new masters from restarted ones by their own state: call

@@ -100,25 +100,39 @@ func slotRecords(ctx context.Context, node redis.UniversalClient, info string) (
 }
 
 // ownSlots returns the slots the cluster node node talks to serves as a
-// primary, as it sees them itself.
+// primary, as it sees them itself (CLUSTER SHARDS: its own shard's slots,
+// if it is that shard's primary).
 func ownSlots(ctx context.Context, node redis.UniversalClient) ([]int, error) {
 	id, err := node.ClusterMyID(ctx).Result()
 	if err != nil {
 		return nil, fmt.Errorf("CLUSTER MYID: %w", err)
 	}
-	ranges, err := node.ClusterSlots(ctx).Result()
+	shards, err := node.ClusterShards(ctx).Result()
 	if err != nil {
-		return nil, fmt.Errorf("CLUSTER SLOTS: %w", err)
+		return nil, fmt.Errorf("CLUSTER SHARDS: %w", err)
 	}
 	var slots []int
-	for _, r := range ranges {
-		if len(r.Nodes) > 0 && r.Nodes[0].ID == id {
+	for _, sh := range shards {
+		if !primaryIn(sh, id) {
+			continue
+		}
+		for _, r := range sh.Slots {
 			for s := r.Start; s <= r.End; s++ {
-				slots = append(slots, s)
+				slots = append(slots, int(s))
 			}
 		}
 	}
 	return slots, nil
+}
+
+// primaryIn reports whether the node of ID id is sh's primary.
+func primaryIn(sh redis.ClusterShard, id string) bool {
+	for _, n := range sh.Nodes {
+		if n.ID == id {
+			return n.Role == "master"
+		}
+	}
+	return false
 }
 
 // startKeys are the records prelude.lua reads for lock on this node: the
