@@ -224,3 +224,9 @@ func escapeGlob(s string) string {
 	}
 	return b.String()
 }
+
+// TrustKeyFor returns the vouch record that covers key on a Redis Cluster
+// node: the record of key's slot, which TrustStart writes on the slot's
+// primary naming its run_id ("quorumlock status" reads it there). On a
+// plain master the vouch is TrustKey.
+func TrustKeyFor(key string) string { return trustKeyOf(slotOf(key)) }

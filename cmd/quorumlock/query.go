@@ -28,8 +28,11 @@ func query(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
 		g.Go(func() error {
 			ctx, cancel := context.WithTimeout(ctx, f.timeout)
 			defer cancel()
-			st.queryNode(ctx, rdb, i, f.guard)
-			st.setAddr(i, redactAddr(ns.addrs[i]))
+			addr := redactAddr(ns.addrs[i])
+			if !st.queryNode(ctx, rdb, i, f.guard, redlock.TrustKey) {
+				addr += st.queryOwner(ctx, rdb, i, f.guard) // a cluster node (cluster.go)
+			}
+			st.setAddr(i, addr)
 			return nil
 		})
 	}
@@ -40,8 +43,10 @@ func query(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
 }
 
 // queryNode reads node i's view of the key, and of its semaphore, in one
-// pipeline.
-func (st *lockStatus) queryNode(ctx context.Context, rdb *redis.Client, i int, guard time.Duration) {
+// pipeline, with the vouch recorded under trust. On a node in cluster mode
+// whose vouch was read from TrustKey, it records nothing and returns false:
+// the key lives on its slot's primary, which queryOwner asks.
+func (st *lockStatus) queryNode(ctx context.Context, rdb *redis.Client, i int, guard time.Duration, trust string) bool {
 	pipe := rdb.Pipeline()
 	writer := queueHolder(ctx, pipe, st.LockKey, st.FenceKey)
 	now := pipe.Time(ctx)
@@ -51,15 +56,18 @@ func (st *lockStatus) queryNode(ctx context.Context, rdb *redis.Client, i int, g
 		permits = st.Semaphore.queue(ctx, pipe, i)
 	}
 	info := pipe.InfoMap(ctx, "server")
-	trusted := pipe.Get(ctx, redlock.TrustKey)
+	trusted := pipe.Get(ctx, trust)
 	cmds, err := pipe.Exec(ctx)
+	if trust == redlock.TrustKey && info.Val()["Server"]["redis_mode"] == "cluster" {
+		return false
+	}
 	// The start's commands last: a user without INFO still gets the rest.
 	if err == nil || errors.Is(err, redis.Nil) || err == info.Err() || err == trusted.Err() {
 		err = firstError(cmds[:len(cmds)-2])
 	}
 	if err != nil {
 		st.failed(i, err)
-		return
+		return true
 	}
 	st.setStart(i, startOf(info, trusted), guard)
 	st.Nodes[i].holderStatus = writer.status()
@@ -68,6 +76,7 @@ func (st *lockStatus) queryNode(ctx context.Context, rdb *redis.Client, i int, g
 	if permits != nil {
 		permits()
 	}
+	return true
 }
 
 // firstError returns the first error of cmds but redis.Nil, an absent

@@ -150,6 +150,10 @@ each node, then for each permit 0 to N-1 each node's owner, TTL, holds and
 fencing counter, and whether a majority holds the permit.
 
 Each node is queried in one round trip, all in parallel, under --timeout.
+A node of a Redis Cluster (redis_mode:cluster) is asked again where K
+lives: on the primary that serves K's slot, whose address the NODE column
+adds ("host:port (cluster primary p)"), with that primary's uptime and its
+slot's vouch.
 
 Flags:
 {{flags}}

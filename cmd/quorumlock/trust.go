@@ -51,31 +51,31 @@ func (c *cli) trust(args []string) int {
 		return c.usageError(fs, err)
 	}
 	defer ns.close()
-	if !c.checkNew(ns, t.prefix, *timeout, *force) {
+	members, closeMembers := ns.members(*timeout) // a cluster node: its cluster (cluster.go)
+	defer closeMembers()
+	if !c.checkNew(ns, members, t.prefix, *timeout, *force) {
 		return exitInUse
 	}
 
 	// Every node is vouched for in parallel; errgroup waits for all. A
-	// node's failure stops none of the others: each is reported on its line.
-	vouches := make([]vouch, len(addrs))
+	// node's failure stops none of the others: each is reported on its
+	// line, and each primary of a cluster on its own.
+	vouches := make([][]vouch, len(addrs))
 	var g errgroup.Group
-	for i, rdb := range ns.clients {
+	for i, rdb := range members {
 		g.Go(func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 			defer cancel()
-			vouches[i] = vouchFor(ctx, redactAddr(addrs[i]), rdb)
-			return vouches[i].err
+			vouches[i] = vouchMember(ctx, redactAddr(addrs[i]), rdb)
+			return nil
 		})
 	}
 	_ = g.Wait() // every node's error is in vouches, printed below
 	failed := 0
-	for _, v := range vouches {
-		if v.err != nil {
+	for _, vs := range vouches {
+		if c.printVouches(vs) {
 			failed++
-			fmt.Fprintf(c.stdout, "%s\tnot vouched: %v\n", v.addr, v.err)
-			continue
 		}
-		fmt.Fprintf(c.stdout, "%s\tvouched for run_id %s, up %v\n", v.addr, v.runID, v.uptime)
 	}
 	if failed > 0 {
 		fmt.Fprintf(c.stderr, "quorumlock trust: %d of %d nodes not vouched for\n", failed, len(vouches))
@@ -84,17 +84,27 @@ func (c *cli) trust(args []string) int {
 	return exitOK
 }
 
-// checkNew runs redlock.CheckNew over ns and reports whether trust may go
+// printVouches prints one line per vouch and reports whether any failed.
+func (c *cli) printVouches(vs []vouch) (failed bool) {
+	for _, v := range vs {
+		if v.err != nil {
+			failed = true
+			fmt.Fprintf(c.stdout, "%s\tnot vouched: %v\n", v.addr, v.err)
+			continue
+		}
+		fmt.Fprintf(c.stdout, "%s\tvouched for run_id %s, up %v\n", v.addr, v.runID, v.uptime)
+	}
+	return failed
+}
+
+// checkNew runs redlock.CheckNew over nodes, the members of ns (a
+// cluster's every primary), and reports whether trust may go
 // on: with masters that look in use, it names each and why, and refuses
 // unless force, which goes on with a warning. Nodes it cannot read are left
 // to the vouch, which reports them.
-func (c *cli) checkNew(ns *nodeSet, prefix string, timeout time.Duration, force bool) bool {
+func (c *cli) checkNew(ns *nodeSet, nodes []redis.UniversalClient, prefix string, timeout time.Duration, force bool) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	nodes := make([]redis.UniversalClient, len(ns.clients))
-	for i, rdb := range ns.clients {
-		nodes[i] = rdb
-	}
 	refused := 0
 	for i, err := range redlock.CheckNew(ctx, nodes, prefix) {
 		var e *redlock.InUseError
@@ -129,14 +139,18 @@ func vouchFor(ctx context.Context, addr string, rdb *redis.Client) vouch {
 		v.err = fmt.Errorf("vouched, but reading it back: %w", err)
 		return v
 	}
-	v.runID = info["Server"]["run_id"]
-	uptime, _ := strconv.Atoi(info["Server"]["uptime_in_seconds"])
-	v.uptime = time.Duration(uptime) * time.Second
+	v.runID, v.uptime = info["Server"]["run_id"], uptimeOf(info["Server"])
 	if v.runID != vouched {
 		// Restarted in between: the vouch is for a process that is gone.
 		v.err = fmt.Errorf("the server restarted during the vouch (run_id %s, vouched %s); run trust again if it is new", v.runID, vouched)
 	}
 	return v
+}
+
+// uptimeOf reads uptime_in_seconds of INFO server's section.
+func uptimeOf(server map[string]string) time.Duration {
+	secs, _ := strconv.Atoi(server["uptime_in_seconds"])
+	return time.Duration(secs) * time.Second
 }
 
 var trustUsage = `Usage: quorumlock trust --nodes host:port,...
@@ -157,6 +171,12 @@ under --prefix, or when one has been up longer than another by more than
 refused node and why. --force vouches anyway, with a warning: only for
 masters that lost no lease still held. A replica (even a writable one)
 is never vouched for; a node already vouched for is not checked again.
+
+A node of a Redis Cluster (INFO server says redis_mode:cluster) stands for
+its whole cluster: trust vouches for every primary of it, one line each
+("host:port cluster: primary p"), each primary's record on every slot it
+serves. Replicas are never vouched for: one promoted later has a run_id of
+its own and counts by its uptime. Give one node per cluster.
 
 Flags:
 {{flags}}

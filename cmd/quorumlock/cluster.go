@@ -1,0 +1,124 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/redlock"
+)
+
+// A node given by address may be one node of a Redis Cluster (INFO server
+// says redis_mode:cluster): trust and status then talk to the cluster
+// through a ClusterClient seeded with that address — trust vouches for
+// every primary of it, status reads the key on its slot's primary.
+
+// clusterOf returns a ClusterClient seeded with rdb's node, with rdb's
+// credentials, TLS and timeouts. The caller closes it.
+func clusterOf(rdb *redis.Client) *redis.ClusterClient {
+	o := rdb.Options()
+	return redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: []string{o.Addr}, Dialer: o.Dialer, TLSConfig: o.TLSConfig,
+		Username: o.Username, Password: o.Password, CredentialsProvider: o.CredentialsProvider, Protocol: o.Protocol,
+		DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
+		ContextTimeoutEnabled: o.ContextTimeoutEnabled, DialerRetries: o.DialerRetries,
+		MaintNotificationsConfig: o.MaintNotificationsConfig, DisableIdentity: o.DisableIdentity,
+	})
+}
+
+// members returns, per node of ns, the client trust vouches through: a
+// ClusterClient for a node in cluster mode, else the node's own client. A
+// node that does not answer INFO under timeout keeps its own client (the
+// vouch then reports why). close closes the ClusterClients.
+func (ns *nodeSet) members(timeout time.Duration) (members []redis.UniversalClient, close func()) {
+	members = make([]redis.UniversalClient, len(ns.clients))
+	var wg sync.WaitGroup
+	for i, c := range ns.clients {
+		members[i] = c
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			if c.InfoMap(ctx, "server").Item("Server", "redis_mode") == "cluster" {
+				members[i] = clusterOf(c)
+			}
+		})
+	}
+	wg.Wait()
+	return members, func() {
+		for _, m := range members {
+			if cc, ok := m.(*redis.ClusterClient); ok {
+				cc.Close()
+			}
+		}
+	}
+}
+
+// vouchMember vouches for member rdb, given as addr: one vouch, or on a
+// cluster one per primary (replicas are never vouched for), named
+// "addr cluster: primary p" — or one failed vouch if the cluster cannot
+// be walked.
+func vouchMember(ctx context.Context, addr string, rdb redis.UniversalClient) []vouch {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return []vouch{vouchFor(ctx, addr, rdb.(*redis.Client))}
+	}
+	var mu sync.Mutex
+	var out []vouch
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, p *redis.Client) error {
+		v := vouchPrimary(ctx, p)
+		v.addr = addr + " cluster: primary " + redactAddr(p.Options().Addr)
+		mu.Lock()
+		defer mu.Unlock()
+		out = append(out, v)
+		return nil
+	})
+	if err != nil || len(out) == 0 {
+		return []vouch{{addr: addr, err: cmp.Or(err, fmt.Errorf("the cluster has no primary"))}}
+	}
+	slices.SortFunc(out, func(a, b vouch) int { return cmp.Compare(a.addr, b.addr) })
+	return out
+}
+
+// vouchPrimary vouches for the cluster primary p (its slots' records) and
+// confirms it by its run_id, read before and after: unchanged, the
+// process vouched for is the one running.
+func vouchPrimary(ctx context.Context, p *redis.Client) vouch {
+	var v vouch
+	before, err := p.InfoMap(ctx, "server").Result()
+	if err != nil {
+		v.err = fmt.Errorf("INFO server: %w", err)
+		return v
+	}
+	if v.err = redlock.TrustStart(ctx, p); v.err != nil {
+		return v
+	}
+	after, err := p.InfoMap(ctx, "server").Result()
+	if err != nil {
+		v.err = fmt.Errorf("vouched, but reading it back: %w", err)
+		return v
+	}
+	v.runID, v.uptime = after["Server"]["run_id"], uptimeOf(after["Server"])
+	if was := before["Server"]["run_id"]; was != v.runID {
+		v.err = fmt.Errorf("the server restarted during the vouch (run_id %s, was %s); run trust again if it is new", v.runID, was)
+	}
+	return v
+}
+
+// queryOwner is queryNode on the primary that owns the key's slot in the
+// cluster of node rdb, with the vouch read from the slot's record. It
+// returns what to add to the node's address: " (cluster primary p)".
+func (st *lockStatus) queryOwner(ctx context.Context, rdb *redis.Client, i int, guard time.Duration) string {
+	cc := clusterOf(rdb)
+	defer cc.Close()
+	owner, err := cc.MasterForKey(ctx, st.LockKey)
+	if err != nil {
+		st.failed(i, fmt.Errorf("a cluster node; its slot's primary: %w", err))
+		return " (cluster)"
+	}
+	st.queryNode(ctx, owner, i, guard, redlock.TrustKeyFor(st.LockKey))
+	return " (cluster primary " + redactAddr(owner.Options().Addr) + ")"
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
+	"github.com/seed818c56a1/quorumlock/redlock"
+)
+
+// trust given one node of a Redis Cluster (issue 20) vouches for every
+// primary of that cluster, one line each, and for no replica; a Client
+// whose restart guard is far longer than the cluster's uptime then counts
+// a key of every shard at once.
+func TestTrustClusterNode(t *testing.T) {
+	lab := redislab.StartShards(t, 1, 3, redislab.WithReplicas())
+	m := lab.Members[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	code, stdout, stderr := inProcess("trust", "--nodes", m.Shards[1].Primary().Addr())
+	t.Logf("trust:\n%s%s", stdout, stderr)
+	if code != exitOK {
+		t.Fatalf("trust on a cluster node: status %d, want %d", code, exitOK)
+	}
+	for i, s := range m.Shards {
+		runID := runIDOf(t, ctx, s.Primary().Addr())
+		if want := "primary " + s.Primary().Addr() + "\tvouched for run_id " + runID; !strings.Contains(stdout, want) {
+			t.Errorf("shard %d: trust's output lacks %q", i, want)
+		}
+		if r := s.Replica().Addr(); strings.Contains(stdout, r) {
+			t.Errorf("shard %d: trust's output names the replica %s", i, r)
+		}
+	}
+	c := testkit.Open(t, redlock.New, lab.ClusterClients(t), redlock.WithNodeTimeout(testkit.NodeTimeout), redlock.WithRestartGuard(time.Hour))
+	for i, s := range m.Shards {
+		l, err := c.TryLock(ctx, s.Keys("vouched", 1)[0])
+		if err != nil {
+			t.Errorf("shard %d: TryLock after trust on one node: %v", i, err)
+			continue
+		}
+		l.Unlock(ctx)
+	}
+}
+
+// status given one node of a Redis Cluster reads the key where it lives —
+// on the primary of its slot, whichever node was given — and that
+// primary's start and vouch (its slot's record, after trust).
+func TestStatusClusterNode(t *testing.T) {
+	lab := redislab.StartShards(t, 1, 3)
+	m := lab.Members[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := testkit.Open(t, redlock.New, lab.ClusterClients(t), redlock.WithNodeTimeout(testkit.NodeTimeout), redlock.WithRestartGuard(0))
+	key := m.Shards[2].Keys("report", 1)[0]
+	l, err := c.TryLock(ctx, key, redlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatalf("TryLock: %v", err)
+	}
+	defer l.Unlock(ctx)
+	given, owner := m.Shards[0].Primary().Addr(), m.Shards[2].Primary().Addr()
+	if code, _, stderr := inProcess("trust", "--force", "--nodes", given); code != exitOK {
+		t.Fatalf("trust: status %d: %s", code, stderr)
+	}
+	code, stdout, stderr := inProcess("status", "--nodes", given, "--key", key)
+	t.Logf("status:\n%s%s", stdout, stderr)
+	if code != exitOK {
+		t.Fatalf("status on a cluster node: status %d, want %d", code, exitOK)
+	}
+	for _, want := range []string{given + " (cluster primary " + owner + ")", "held", "vouched"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("status's output lacks %q", want)
+		}
+	}
+}
+
+func runIDOf(t *testing.T, ctx context.Context, addr string) string {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	id := rdb.InfoMap(ctx, "server").Item("Server", "run_id")
+	if id == "" {
+		t.Fatalf("%s: no run_id", addr)
+	}
+	return id
+}
