@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/faultproxy"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
 	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/quorum"
@@ -215,4 +216,45 @@ func TestShardsStaleReplicaPromotedDefaultGuard(t *testing.T) {
 		_ = l.Unlock(ctx)
 		break
 	}
+}
+
+// The same, found only after a lock was granted: the plain client of one of
+// the cluster's nodes is unreachable at first, so the lock is granted by
+// the cluster through member 0 and by member 2. Once it is reachable and
+// member 2 is down, the lock's extension must not be confirmed by the
+// cluster counted twice (members 0 and 1); and every acquisition then
+// fails with ErrSameCluster.
+func TestShardsSameClusterFoundAfterGrant(t *testing.T) {
+	lab := redislab.StartShards(t, 2, 3)
+	one, other := lab.Members[0], lab.Members[1]
+	proxy := faultproxy.Start(t, one.Shards[1].Primary().Addr())
+	proxy.SetRefuse(true)
+	clients := []redis.UniversalClient{
+		redis.NewClusterClient(&redis.ClusterOptions{Addrs: one.Seeds()[:1]}),
+		redis.NewClient(&redis.Options{Addr: proxy.Addr()}),
+		redis.NewClusterClient(&redis.ClusterOptions{Addrs: other.Seeds(), MaxRetries: -1}),
+	}
+	for _, c := range clients {
+		t.Cleanup(func() { c.Close() })
+	}
+	c := newClient(t, clients, redlock.WithRestartGuard(0), redlock.WithTTL(20*time.Second), redlock.WithAutoRenew(false))
+	ctx := ctxFor(t, time.Minute)
+	key := one.Shards[1].Keys("later", 1)[0]
+	l := eventuallyLocked(t, 10*time.Second, "granted by members 0 and 2", func() (*redlock.Lock, error) {
+		return c.TryLock(ctx, key)
+	})
+	proxy.SetRefuse(false)
+	for _, n := range other.Nodes() {
+		if err := n.Kill(); err != nil {
+			t.Fatalf("Kill: %v", err)
+		}
+	}
+	for i := range 3 {
+		if err := l.Extend(ctx); err == nil {
+			t.Fatalf("extension %d confirmed with member 2 down: one cluster counted as two members", i)
+		} else {
+			t.Logf("Extend: %v", err)
+		}
+	}
+	requireSameCluster(t, ctx, c, key)
 }
