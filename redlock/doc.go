@@ -138,8 +138,10 @@
 //     promoted after a failover may lack the key; see Members that are
 //     Redis Clusters for replicas inside a member), and not the same server
 //     twice (New refuses the same address twice, and two cluster members
-//     whose seed lists share an address, but cannot see through DNS
-//     aliases or NAT).
+//     whose seed lists share an address; a cluster reached by two members
+//     through different nodes is found at first contact, see One cluster,
+//     one member; a plain master given twice through DNS aliases or NAT is
+//     not caught).
 //   - Clocks advance at about the same rate: the drift between the client's
 //     clock and any node's over one TTL stays within ttl·driftFactor + 2ms.
 //     Wall-clock jumps on the client do not matter (validity uses Go's
@@ -326,6 +328,45 @@
 // shard was lost. Every failover, clean or not, costs the promoted server's
 // slots one guard; a lock held there is kept by its other members, and
 // renewals repair it on the promoted server.
+//
+// # One cluster, one member
+//
+// Two members that reach one cluster would be one failure counted twice.
+// New refuses members whose seed lists share an address, but it sends
+// nothing, so it cannot see two members seeded with different nodes of one
+// cluster, or a plain client of a cluster node beside a cluster client of
+// that cluster. Those are found at first contact: before a member's first
+// call is sent, the Client reads the node IDs of its cluster (CLUSTER
+// SHARDS through the member's client — every node, replicas included;
+// CLUSTER NODES before Redis 7.0; none on a server not in cluster mode),
+// once per member, and compares them with every member already read. A
+// member whose IDs meet another's is refused, and so is the other: every
+// later call to either fails with ErrSameCluster naming both — a lasting
+// failure, never counted — and every acquisition of the Client fails with
+// it at once. Until its read has answered, a member's calls fail (the read
+// is tried again at the next call): no reply of a member is counted before
+// it is known to be no other member's cluster.
+//
+// Why refuse both, and for good, rather than count one of them: the
+// configuration is wrong — New would have refused it — and a Client that
+// went on granting with the cluster counted once would tolerate fewer
+// failures than its operator believes, silently. Why not in New: New is
+// documented to send nothing, and Clients are built while members may be
+// down or slow; a check bounded in time there would miss those, so the
+// check at first contact would be needed anyway, and one rule is simpler to
+// reason about. What it costs: one round trip per member, once per Client,
+// before its first call; a member whose read fails (down, or CLUSTER
+// refused to its user: NOPERM) does not vote.
+//
+// The argument: a reply counts only after its member was cleared, and
+// clearing happens under one lock, each member compared with all cleared
+// before it. Of two members of one cluster, the second to be read is never
+// cleared; the first may have been counted until then, but alone — the
+// cluster counted once. A lock granted before the second was read holds as
+// usual; from then on neither member confirms its extensions, so it
+// continues only if the other members are a majority by themselves. What it
+// does not see: two members read at times between which every node of the
+// cluster was replaced (no ID in common), and aliases of plain masters.
 //
 // # Waiting, in order
 //
@@ -798,8 +839,9 @@
 // Every error the package returns is one line, starts with "redlock:" and
 // works with errors.Is and errors.As: ErrNotObtained (with a *QuorumError
 // listing each node's vote, whose errors may match ErrNodeRestarted,
-// ErrStartUnknown or ErrReplica), ErrLockLost, ErrNotHeld, ErrClosed,
-// ErrInUse from CheckNew, and ErrInvalid for input refused before anything
+// ErrStartUnknown, ErrReplica or ErrSameCluster), ErrLockLost, ErrNotHeld,
+// ErrClosed, ErrSameCluster (every acquisition, once two members were
+// found to be one cluster), ErrInUse from CheckNew, and ErrInvalid for input refused before anything
 // is sent — a nil ctx at any call, more than MaxKeys keys, a duration
 // option above MaxDuration (so that no lease or deadline derived from it
 // can overflow). An acquisition
@@ -832,7 +874,8 @@
 // Acquire, Do) returns at once, with the attempt's error, when so many
 // nodes fail for a lasting reason — a user that may not run INFO
 // (ErrStartUnknown), a replica (ErrReplica), a command refused to the user
-// (NOPERM) — that the other nodes cannot make a majority: no wait could
+// (NOPERM) — that the other nodes cannot make a majority, or when two
+// members are one cluster (ErrSameCluster, whatever the others): no wait could
 // change that, and waiting would only turn the cause into a deadline the
 // caller never set. Timeouts, refused connections, held locks and masters
 // within the restart guard are waited for; the error of grants not counted

@@ -177,9 +177,17 @@ func nodesIDs(ctx context.Context, rdb redis.UniversalClient) (map[string]bool, 
 }
 
 // notCluster reports whether err is a server's answer that it is not in
-// cluster mode, or has no CLUSTER command at all.
+// cluster mode ("ERR This instance has cluster support disabled"; other
+// servers of the protocol word it alike), or has no CLUSTER command at all.
+// Any other error — LOADING, NOPERM, a timeout — leaves the member unread.
 func notCluster(err error) bool {
-	return isRedisError(err, "ERR This instance has cluster support disabled") || isRedisError(err, "ERR unknown command")
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := strings.ToLower(re.Error())
+	return strings.HasPrefix(msg, "err unknown command") ||
+		strings.Contains(msg, "cluster") && (strings.Contains(msg, "disabled") || strings.Contains(msg, "not enabled"))
 }
 
 func isRedisError(err error, prefix string) bool {
