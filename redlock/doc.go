@@ -338,7 +338,9 @@
 // that cluster. Those are found at first contact: before a member's first
 // call is sent, the Client reads the node IDs of its cluster (CLUSTER
 // SHARDS through the member's client — every node, replicas included;
-// CLUSTER NODES before Redis 7.0; none on a server not in cluster mode),
+// CLUSTER NODES before Redis 7.0), with INFO server in the same round
+// trip: a server whose INFO does not say redis_mode:cluster has none (an
+// embedded fake answering CLUSTER with a made-up ID included). It does so
 // once per member, and compares them with every member already read. A
 // member whose IDs meet another's is refused, and so is the other: every
 // later call to either fails with ErrSameCluster naming both — a lasting
@@ -355,8 +357,9 @@
 // down or slow; a check bounded in time there would miss those, so the
 // check at first contact would be needed anyway, and one rule is simpler to
 // reason about. What it costs: one round trip per member, once per Client,
-// before its first call; a member whose read fails (down, or CLUSTER
-// refused to its user: NOPERM) does not vote.
+// before its first call; a member whose read fails does not vote — down,
+// or a user refused CLUSTER on a cluster node, or refused both INFO and
+// CLUSTER (NOPERM, lasting).
 //
 // The argument: a reply counts only after its member was cleared, and
 // clearing happens under one lock, each member compared with all cleared

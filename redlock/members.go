@@ -11,9 +11,9 @@ import (
 // not the list as a whole: any one seed leads to the whole cluster.
 //
 // Only addresses given are compared (normalAddr), so aliases (DNS names,
-// NAT) and a cluster given through seeds of disjoint nodes are not caught:
-// that needs the nodes' cluster IDs, learnt at first contact (see
-// docs/SHARDS.md).
+// NAT) and a cluster given through seeds of disjoint nodes are not caught
+// here: the Client catches the latter at first contact, by the nodes'
+// cluster IDs (samecluster.go).
 func sharedServer(nodes []redis.UniversalClient) error {
 	seen := map[string]int{} // server address → index of the first member naming it
 	for i, rdb := range nodes {

@@ -123,8 +123,11 @@ func (s *identities) register(n int, ids map[string]bool) {
 // clusterIDs returns the node IDs of the Redis Cluster rdb talks to — every
 // node, replicas included, as one of its nodes sees them (CLUSTER SHARDS,
 // or CLUSTER NODES on servers older than 7.0) — or none for a server not in
-// cluster mode (or one without CLUSTER at all, an embedded test server).
-// On a ring, every shard is asked.
+// cluster mode: INFO server does not say redis_mode:cluster (a server
+// without that section, such as an embedded fake, is not a cluster; a user
+// refused INFO is judged by CLUSTER alone), or CLUSTER answers that cluster
+// support is disabled or unknown. Both are asked in one round trip. On a
+// ring, every shard is asked.
 func clusterIDs(ctx context.Context, rdb redis.UniversalClient) (map[string]bool, error) {
 	ids := map[string]bool{}
 	if ring, ok := rdb.(*redis.Ring); ok {
@@ -140,7 +143,16 @@ func clusterIDs(ctx context.Context, rdb redis.UniversalClient) (map[string]bool
 		})
 		return ids, err
 	}
-	shards, err := rdb.ClusterShards(ctx).Result()
+	var info *redis.StringCmd
+	var sh *redis.ClusterShardsCmd
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		info, sh = p.Info(ctx, "server"), p.ClusterShards(ctx)
+		return nil
+	})
+	if standalone(info) {
+		return ids, nil
+	}
+	shards, err := sh.Result()
 	if isRedisError(err, "ERR unknown subcommand") {
 		return nodesIDs(ctx, rdb)
 	}
@@ -156,6 +168,22 @@ func clusterIDs(ctx context.Context, rdb redis.UniversalClient) (map[string]bool
 		}
 	}
 	return ids, nil
+}
+
+// standalone reports whether INFO server's answer shows a server not in
+// cluster mode: it answered without redis_mode:cluster, or refused the
+// section for another reason than the user's rights (a server without it).
+// Without an answer, CLUSTER's says why.
+func standalone(info *redis.StringCmd) bool {
+	text, err := info.Result()
+	var re redis.Error
+	switch {
+	case err == nil:
+		return !strings.Contains(text, "redis_mode:cluster")
+	case errors.As(err, &re):
+		return !strings.HasPrefix(re.Error(), "NOPERM")
+	}
+	return false
 }
 
 // nodesIDs is clusterIDs through CLUSTER NODES, for servers before 7.0.
