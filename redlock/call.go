@@ -49,17 +49,31 @@ func (c *Client) execAlone(ctx context.Context, n int, sc *scriptCall) {
 	c.exec(ctx, n, sc)
 }
 
-// exec runs sc on node n. A node that does not have the script cached (it
+// exec runs sc on node n. Until n is known to be no other member's
+// cluster, its node IDs are read beside the call, and the reply counts
+// only once they clear it (samecluster.go); a refused member's calls fail.
+func (c *Client) exec(ctx context.Context, n int, sc *scriptCall) *redis.Cmd {
+	first, err := c.firstContact(n)
+	if err == nil {
+		cmd := c.send(ctx, n, sc)
+		if first == nil || cmd.Err() != nil {
+			return cmd
+		}
+		if err = first.admitted(ctx, c.ids, n); err == nil {
+			return cmd
+		}
+	}
+	cmd := redis.NewCmd(ctx, sc.evalsha...)
+	cmd.SetErr(err)
+	return cmd
+}
+
+// send runs sc on node n. A node that does not have the script cached (it
 // restarted, or its cache was flushed) gets it by EVAL, under a budget of its
 // own: ctx may be spent by then, and a command under a spent ctx is silently
 // never sent.
-func (c *Client) exec(ctx context.Context, n int, sc *scriptCall) *redis.Cmd {
+func (c *Client) send(ctx context.Context, n int, sc *scriptCall) *redis.Cmd {
 	nd := c.nodes[n]
-	if err := c.ids.identify(ctx, n, nd.rdb); err != nil { // samecluster.go
-		cmd := redis.NewCmd(ctx, sc.evalsha...)
-		cmd.SetErr(err)
-		return cmd
-	}
 	cmd := nd.do(ctx, sc.evalsha...)
 	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.nodeTimeout)

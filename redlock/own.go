@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +56,9 @@ func ownClient(rdb redis.UniversalClient, bound time.Duration) redis.UniversalCl
 		o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns = 0, 0, 0
 		o.Dialer = boundDialer(o.Dialer, bound)
 		o.PushNotificationProcessor = nil
+		// go-redis appends the nodes it learns to Addrs' array: the given
+		// client's, whose spare capacity two clients would write at once.
+		o.Addrs = slices.Clip(slices.Clone(o.Addrs))
 		return redis.NewClusterClient(&o)
 	case *redis.Ring:
 		o := *r.Options()

@@ -23,23 +23,29 @@ import (
 var ErrSameCluster = errors.New("redlock: two members are one Redis Cluster; neither is counted")
 
 // identities is what a Client learnt of its members' Redis Cluster node
-// IDs, each read once, at the first call to the member (identify): a
-// member's calls are sent only once it is identified and no other member
-// shares one of its IDs.
+// IDs, each read once, from the first call to the member on (firstContact):
+// a member's replies count only once it is read and no other member shares
+// one of its IDs.
 type identities struct {
-	cleared []atomic.Bool           // per member: identified, and sharing no ID when it was
+	cleared []atomic.Bool           // per member: read, and sharing no ID when it was
 	refused []atomic.Pointer[error] // per member: its ErrSameCluster error, once found
 	twin    atomic.Pointer[error]   // the first ErrSameCluster error found
 
 	mu     sync.Mutex
 	ids    []map[string]bool // per member: its cluster's node IDs; empty outside cluster mode
 	known  []bool
-	flight []chan struct{} // per member: closed when the identification in flight ends
+	flight []*idRead // per member: the read in flight, if any
+}
+
+// An idRead is one read of a member's node IDs, run in the background.
+type idRead struct {
+	done chan struct{} // closed when it ended
+	err  error         // why it failed, once done
 }
 
 func newIdentities(n int) *identities {
 	return &identities{cleared: make([]atomic.Bool, n), refused: make([]atomic.Pointer[error], n),
-		ids: make([]map[string]bool, n), known: make([]bool, n), flight: make([]chan struct{}, n)}
+		ids: make([]map[string]bool, n), known: make([]bool, n), flight: make([]*idRead, n)}
 }
 
 // sameCluster returns the ErrSameCluster error once two members were found
@@ -51,50 +57,78 @@ func (s *identities) sameCluster() error {
 	return nil
 }
 
-// identify returns nil once member n may be called: identified, and no
-// other member shares its cluster. At the first call it reads n's node
-// IDs (clusterIDs) under ctx — one read in flight per member, the other
-// callers wait for it or their ctx — and compares them with every member
-// already identified. It returns the read's error if that failed (the next
-// call tries again), and ErrSameCluster's error for both members of a
-// cluster given twice, for good.
-func (s *identities) identify(ctx context.Context, n int, rdb redis.UniversalClient) error {
-	for {
-		if e := s.refused[n].Load(); e != nil {
-			return *e
-		}
-		if s.cleared[n].Load() {
-			return nil
-		}
-		s.mu.Lock()
-		if s.known[n] { // known, not cleared: refused (above) by now
-			s.mu.Unlock()
-			continue
-		}
-		if ch := s.flight[n]; ch != nil {
-			s.mu.Unlock()
-			select {
-			case <-ch:
-				continue
-			case <-ctx.Done():
-				return fmt.Errorf("redlock: waiting for the member's cluster node IDs: %w", ctx.Err())
-			}
-		}
-		ch := make(chan struct{})
-		s.flight[n] = ch
-		s.mu.Unlock()
-		ids, err := clusterIDs(ctx, rdb)
-		s.mu.Lock()
-		s.flight[n] = nil
-		close(ch)
-		if err == nil {
-			s.register(n, ids)
-		}
-		s.mu.Unlock()
-		if err != nil {
-			return err
-		}
+// firstContact returns nil, nil once member n is cleared, and its
+// ErrSameCluster error once refused. Before that, it returns the read of
+// n's IDs in flight, started now if none is: the caller sends its call
+// beside it, then counts the reply only if admitted says so.
+func (c *Client) firstContact(n int) (*idRead, error) {
+	s := c.ids
+	if e := s.refused[n].Load(); e != nil {
+		return nil, *e
 	}
+	if s.cleared[n].Load() {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.refused[n].Load(); e != nil { // read meanwhile
+		return nil, *e
+	}
+	if s.cleared[n].Load() {
+		return nil, nil
+	}
+	if r := s.flight[n]; r != nil {
+		return r, nil
+	}
+	r := &idRead{done: make(chan struct{})}
+	s.flight[n] = r
+	c.wg.Add(1) // inside the caller's counted call: never from zero
+	go c.readIDs(n, r)
+	return r, nil
+}
+
+// readIDs reads member n's node IDs under a budget of its own — that of
+// the background connection set-up, so that a slow handshake still ends
+// in a read — and files them (register); Close cuts it short.
+func (c *Client) readIDs(n int, r *idRead) {
+	defer c.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*socketBound(c.cfg.nodeTimeout))
+	defer cancel()
+	var ids map[string]bool
+	var err error
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		ids, err = c.memberIDs(ctx, n)
+	}()
+	select {
+	case <-read:
+	case <-c.done:
+		cancel()
+		<-read
+	}
+	s := c.ids
+	s.mu.Lock()
+	s.flight[n], r.err = nil, err
+	if err == nil {
+		s.register(n, ids)
+	}
+	s.mu.Unlock()
+	close(r.done)
+}
+
+// admitted waits, under ctx, for r, the read of member n's IDs, and
+// returns nil if n's replies may be counted: it was read and cleared.
+func (r *idRead) admitted(ctx context.Context, s *identities, n int) error {
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return fmt.Errorf("redlock: reply not counted: the member's cluster node IDs (to check that no other member is the same cluster) not read yet: %w", ctx.Err())
+	}
+	if e := s.refused[n].Load(); e != nil {
+		return *e
+	}
+	return r.err
 }
 
 // register files member n's node IDs, under s.mu. A member sharing one
@@ -120,41 +154,54 @@ func (s *identities) register(n int, ids map[string]bool) {
 	s.cleared[n].Store(true)
 }
 
-// clusterIDs returns the node IDs of the Redis Cluster rdb talks to — every
-// node, replicas included, as one of its nodes sees them (CLUSTER SHARDS,
-// or CLUSTER NODES on servers older than 7.0) — or none for a server not in
-// cluster mode: INFO server does not say redis_mode:cluster (a server
-// without that section, such as an embedded fake, is not a cluster; a user
-// refused INFO is judged by CLUSTER alone), or CLUSTER answers that cluster
-// support is disabled or unknown. Both are asked in one round trip. On a
-// ring, every shard is asked.
-func clusterIDs(ctx context.Context, rdb redis.UniversalClient) (map[string]bool, error) {
-	ids := map[string]bool{}
-	if ring, ok := rdb.(*redis.Ring); ok {
-		var mu sync.Mutex
-		err := ring.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error {
-			got, err := clusterIDs(ctx, c)
-			mu.Lock()
-			defer mu.Unlock()
-			for id := range got {
-				ids[id] = true
-			}
-			return err
-		})
-		return ids, err
+// A doer sends one command to a member (or to one shard of a ring).
+type doer func(args ...any) *redis.Cmd
+
+// memberIDs reads member n's node IDs (clusterIDs) through its pipe, so
+// that the read shares the connections, and the batches, of its calls: a
+// ClusterClient must not load its state from two goroutines at once (a
+// data race inside go-redis). A ring's shards are each asked directly.
+func (c *Client) memberIDs(ctx context.Context, n int) (map[string]bool, error) {
+	nd := c.nodes[n]
+	ring, ok := nd.rdb.(*redis.Ring)
+	if !ok {
+		return clusterIDs(func(args ...any) *redis.Cmd { return nd.do(ctx, args...) })
 	}
-	var info *redis.StringCmd
-	var sh *redis.ClusterShardsCmd
-	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		info, sh = p.Info(ctx, "server"), p.ClusterShards(ctx)
-		return nil
+	ids := map[string]bool{}
+	var mu sync.Mutex
+	err := ring.ForEachShard(ctx, func(ctx context.Context, shard *redis.Client) error {
+		got, err := clusterIDs(func(args ...any) *redis.Cmd { return shard.Do(ctx, args...) })
+		mu.Lock()
+		defer mu.Unlock()
+		for id := range got {
+			ids[id] = true
+		}
+		return err
 	})
+	return ids, err
+}
+
+// clusterIDs returns the node IDs of the Redis Cluster that do talks to —
+// every node, replicas included, as one of its nodes sees them (CLUSTER
+// SHARDS, or CLUSTER NODES on servers older than 7.0) — or none for a
+// server not in cluster mode: INFO server does not say redis_mode:cluster
+// (a server without that section, such as an embedded fake, is not a
+// cluster; a user refused INFO is judged by CLUSTER alone), or CLUSTER
+// answers that cluster support is disabled or unknown. INFO and CLUSTER
+// SHARDS are sent at once.
+func clusterIDs(do doer) (map[string]bool, error) {
+	var info, shards *redis.Cmd
+	var wg sync.WaitGroup
+	wg.Go(func() { info = do("info", "server") })
+	wg.Go(func() { shards = do("cluster", "shards") })
+	wg.Wait()
+	ids := map[string]bool{}
 	if standalone(info) {
 		return ids, nil
 	}
-	shards, err := sh.Result()
+	err := shards.Err()
 	if isRedisError(err, "ERR unknown subcommand") {
-		return nodesIDs(ctx, rdb)
+		return nodesIDs(do)
 	}
 	if notCluster(err) {
 		return ids, nil
@@ -162,20 +209,39 @@ func clusterIDs(ctx context.Context, rdb redis.UniversalClient) (map[string]bool
 	if err != nil {
 		return nil, fmt.Errorf("redlock: CLUSTER SHARDS (to check that no other member is the same cluster): %w", err)
 	}
-	for _, sh := range shards {
-		for _, nd := range sh.Nodes {
-			ids[nd.ID] = true
+	collectIDs(shards.Val(), ids)
+	return ids, nil
+}
+
+// collectIDs adds to ids the "id" of every node that CLUSTER SHARDS's
+// reply v names: maps in RESP3, flat key-value lists in RESP2.
+func collectIDs(v any, ids map[string]bool) {
+	switch v := v.(type) {
+	case map[any]any:
+		if id, ok := v["id"].(string); ok {
+			ids[id] = true
+		}
+		for _, e := range v {
+			collectIDs(e, ids)
+		}
+	case []any:
+		for i, e := range v {
+			if k, ok := e.(string); ok && k == "id" && i%2 == 0 && i+1 < len(v) {
+				if id, ok := v[i+1].(string); ok {
+					ids[id] = true
+				}
+			}
+			collectIDs(e, ids)
 		}
 	}
-	return ids, nil
 }
 
 // standalone reports whether INFO server's answer shows a server not in
 // cluster mode: it answered without redis_mode:cluster, or refused the
 // section for another reason than the user's rights (a server without it).
 // Without an answer, CLUSTER's says why.
-func standalone(info *redis.StringCmd) bool {
-	text, err := info.Result()
+func standalone(info *redis.Cmd) bool {
+	text, err := info.Text()
 	var re redis.Error
 	switch {
 	case err == nil:
@@ -187,9 +253,9 @@ func standalone(info *redis.StringCmd) bool {
 }
 
 // nodesIDs is clusterIDs through CLUSTER NODES, for servers before 7.0.
-func nodesIDs(ctx context.Context, rdb redis.UniversalClient) (map[string]bool, error) {
+func nodesIDs(do doer) (map[string]bool, error) {
 	ids := map[string]bool{}
-	nodes, err := rdb.ClusterNodes(ctx).Result()
+	nodes, err := do("cluster", "nodes").Text()
 	if notCluster(err) {
 		return ids, nil
 	}
