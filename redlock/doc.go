@@ -335,19 +335,24 @@
 // New refuses members whose seed lists share an address, but it sends
 // nothing, so it cannot see two members seeded with different nodes of one
 // cluster, or a plain client of a cluster node beside a cluster client of
-// that cluster. Those are found at first contact: before a member's first
-// call is sent, the Client reads the node IDs of its cluster (CLUSTER
-// SHARDS through the member's client — every node, replicas included;
-// CLUSTER NODES before Redis 7.0), with INFO server in the same round
-// trip: a server whose INFO does not say redis_mode:cluster has none (an
-// embedded fake answering CLUSTER with a made-up ID included). It does so
-// once per member, and compares them with every member already read. A
+// that cluster. Those are found at first contact: beside a member's first
+// call, the Client reads the node IDs of its cluster (CLUSTER SHARDS
+// through the member's client — every node, replicas included; CLUSTER
+// NODES before Redis 7.0), with INFO server sent at once: a server whose
+// INFO does not say redis_mode:cluster has none (an embedded fake
+// answering CLUSTER with a made-up ID included). The read runs in the
+// background, through the member's pipe, under the budget of the
+// background connection set-up — so a slow handshake still ends in a read —
+// once per member, and compares the IDs with every member already read. A
 // member whose IDs meet another's is refused, and so is the other: every
 // later call to either fails with ErrSameCluster naming both — a lasting
 // failure, never counted — and every acquisition of the Client fails with
-// it at once. Until its read has answered, a member's calls fail (the read
-// is tried again at the next call): no reply of a member is counted before
-// it is known to be no other member's cluster.
+// it at once. Until its read has answered, a member's replies are not
+// counted: its call waits for the read within its own context, and fails
+// if the read has not answered by then (a failed read is tried again at the
+// next call). No reply of a member is counted before it is known to be no
+// other member's cluster; a call sent beside the read may have acted on the
+// server, and not counted, it is a failed vote, undone like any other.
 //
 // Why refuse both, and for good, rather than count one of them: the
 // configuration is wrong — New would have refused it — and a Client that
@@ -356,8 +361,9 @@
 // documented to send nothing, and Clients are built while members may be
 // down or slow; a check bounded in time there would miss those, so the
 // check at first contact would be needed anyway, and one rule is simpler to
-// reason about. What it costs: one round trip per member, once per Client,
-// before its first call; a member whose read fails does not vote — down,
+// reason about. What it costs: two small commands per member, once per
+// Client, which its first call's reply waits for (about one round trip);
+// a member whose read fails does not vote — down,
 // or a user refused CLUSTER on a cluster node, or refused both INFO and
 // CLUSTER (NOPERM, lasting).
 //
