@@ -33,8 +33,9 @@ type Client struct {
 }
 
 // New returns a Client over nodes, independent masters; opts set the
-// defaults of every lock. It sends nothing to the nodes, and refuses bad
-// input with ErrInvalid (doc.go, "Clients").
+// defaults of every lock. It never waits on the nodes — it starts reading
+// each member's cluster node IDs in the background — and refuses bad input
+// with ErrInvalid (doc.go, "Clients", "One cluster, one member").
 func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, invalid("no nodes")
@@ -66,6 +67,9 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	// Only once every node is vetted: a node owns a client to close.
 	for i, rdb := range nodes {
 		c.nodes[i] = newNode(rdb, cfg.nodeTimeout)
+	}
+	for n := range c.nodes {
+		c.firstContact(n) // the reads of the members' IDs start (samecluster.go)
 	}
 	warnEven(&cfg, len(nodes))
 	return c, nil

@@ -332,40 +332,41 @@
 // # One cluster, one member
 //
 // Two members that reach one cluster would be one failure counted twice.
-// New refuses members whose seed lists share an address, but it sends
-// nothing, so it cannot see two members seeded with different nodes of one
-// cluster, or a plain client of a cluster node beside a cluster client of
-// that cluster. Those are found at first contact: beside a member's first
-// call, the Client reads the node IDs of its cluster (CLUSTER SHARDS
-// through the member's client — every node, replicas included; CLUSTER
-// NODES before Redis 7.0), with INFO server sent at once: a server whose
-// INFO does not say redis_mode:cluster has none (an embedded fake
-// answering CLUSTER with a made-up ID included). The read runs in the
-// background, through the member's pipe, under the budget of the
-// background connection set-up — so a slow handshake still ends in a read —
-// once per member, and compares the IDs with every member already read. A
-// member whose IDs meet another's is refused, and so is the other: every
-// later call to either fails with ErrSameCluster naming both — a lasting
-// failure, never counted — and every acquisition of the Client fails with
-// it at once. Until its read has answered, a member's replies are not
-// counted: its call waits for the read within its own context, and fails
-// if the read has not answered by then (a failed read is tried again at the
-// next call). No reply of a member is counted before it is known to be no
-// other member's cluster; a call sent beside the read may have acted on the
-// server, and not counted, it is a failed vote, undone like any other.
+// New refuses members whose seed lists share an address, but it does not
+// wait on the nodes, so it cannot see two members seeded with different
+// nodes of one cluster, or a plain client of a cluster node beside a
+// cluster client of that cluster. Those are found by the members' node
+// IDs: New starts, for each member, a read of the node IDs of its cluster
+// (CLUSTER SHARDS through the member's client — every node, replicas
+// included; CLUSTER NODES before Redis 7.0), with INFO server sent at
+// once: a server whose INFO does not say redis_mode:cluster has none (an
+// embedded fake answering CLUSTER with a made-up ID included). The read
+// runs in the background, through the member's pipe — its first
+// connection set up by then for the first call — under the budget of the
+// background connection set-up, so a slow handshake still ends in a read.
+// Each member's IDs are compared with those of every member read before
+// it. A member whose IDs meet another's is refused, and so is the other:
+// every later call to either fails with ErrSameCluster naming both — a
+// lasting failure, never counted — and every acquisition of the Client
+// fails with it at once. Until its read has answered, a member's replies
+// are not counted: a call waits for the read within its own context, and
+// fails if the read has not answered by then (a failed read is started
+// again by the next call). A call sent before the read answered may have
+// acted on the server; not counted, it is a failed vote, undone like any
+// other.
 //
 // Why refuse both, and for good, rather than count one of them: the
 // configuration is wrong — New would have refused it — and a Client that
 // went on granting with the cluster counted once would tolerate fewer
-// failures than its operator believes, silently. Why not in New: New is
-// documented to send nothing, and Clients are built while members may be
-// down or slow; a check bounded in time there would miss those, so the
-// check at first contact would be needed anyway, and one rule is simpler to
-// reason about. What it costs: two small commands per member, once per
-// Client, which its first call's reply waits for (about one round trip);
-// a member whose read fails does not vote — down,
-// or a user refused CLUSTER on a cluster node, or refused both INFO and
-// CLUSTER (NOPERM, lasting).
+// failures than its operator believes, silently. Why New does not wait for
+// the reads and refuse: Clients are built while members may be down or
+// slow, and New must not block on them; a check bounded in time there
+// would miss those, so the check before counting would be needed anyway,
+// and one rule is simpler to reason about. What it costs: two small
+// commands per member, once per Client, sent by New; a first call made at
+// once may wait for them (about one round trip); a member whose read fails
+// does not vote — down, or a user refused CLUSTER on a cluster node, or
+// refused both INFO and CLUSTER (NOPERM, lasting).
 //
 // The argument: a reply counts only after its member was cleared, and
 // clearing happens under one lock, each member compared with all cleared
@@ -598,8 +599,13 @@
 //
 // New refuses, with an error matching ErrInvalid: no nodes, a nil node, the
 // same client or the same address twice, two members given a common server
-// (cluster seed lists [a b c] and [b]), and invalid options. It sends
-// nothing to the nodes. An even number of nodes is accepted, with a warning
+// (cluster seed lists [a b c] and [b]), and invalid options. It never
+// waits on the nodes: it starts, in the background, reading each member's
+// cluster node IDs, so that two members that reach one cluster through
+// seeds it cannot compare ([a] and [b], or a plain client of one of its
+// nodes) are found before either is counted; from then on they fail with
+// ErrSameCluster, as does every acquisition of the Client ("One cluster,
+// one member"). An even number of nodes is accepted, with a warning
 // through WithLogger's logger: 2 nodes tolerate no failure (the majority is
 // both), 4 tolerate one, as 3 do. For each node given as a *redis.Client,
 // *redis.ClusterClient or *redis.Ring, New builds the client the library

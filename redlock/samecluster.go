@@ -82,7 +82,7 @@ func (c *Client) firstContact(n int) (*idRead, error) {
 	}
 	r := &idRead{done: make(chan struct{})}
 	s.flight[n] = r
-	c.wg.Add(1) // inside the caller's counted call: never from zero
+	c.wg.Add(1) // in New, or inside the caller's counted call: never while Close waits
 	go c.readIDs(n, r)
 	return r, nil
 }

@@ -111,7 +111,7 @@ func TestShardsTrustStartCoversEveryShard(t *testing.T) {
 // Issue 20, item 4, the part New cannot see: two members that reach one
 // cluster through seeds New cannot tell apart — cluster clients seeded with
 // different nodes, or a plain client of one of its nodes beside a cluster
-// client of it — are one member. New accepts them (it sends nothing); the
+// client of it — are one member. New accepts them (it does not wait); the
 // Client reads each member's cluster node IDs at first contact, and never
 // counts that cluster twice: with the only other member down, no lock is
 // granted, and once the Client has seen the two members' IDs, every
