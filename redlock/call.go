@@ -53,7 +53,8 @@ func (c *Client) execAlone(ctx context.Context, n int, sc *scriptCall) {
 // cluster, its node IDs are read beside the call, and the reply counts
 // only once they clear it (samecluster.go); a refused member's calls fail.
 func (c *Client) exec(ctx context.Context, n int, sc *scriptCall) *redis.Cmd {
-	first, err := c.firstContact(n)
+	key, _ := routeKey(sc.evalsha)
+	first, err := c.firstContact(n, key)
 	if err == nil {
 		cmd := c.send(ctx, n, sc)
 		if first == nil || cmd.Err() != nil {

@@ -69,7 +69,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		c.nodes[i] = newNode(rdb, cfg.nodeTimeout)
 	}
 	for n := range c.nodes {
-		c.firstContact(n) // the reads of the members' IDs start (samecluster.go)
+		c.firstContact(n, "") // the reads of the members' IDs start (samecluster.go)
 	}
 	warnEven(&cfg, len(nodes))
 	return c, nil

@@ -61,7 +61,10 @@ func (s *identities) sameCluster() error {
 // ErrSameCluster error once refused. Before that, it returns the read of
 // n's IDs in flight, started now if none is: the caller sends its call
 // beside it, then counts the reply only if admitted says so.
-func (c *Client) firstContact(n int) (*idRead, error) {
+//
+// On a cluster member the read goes to the primary owning key's slot (a
+// call's first key; "" in New): one that answers the call answers it too.
+func (c *Client) firstContact(n int, key string) (*idRead, error) {
 	s := c.ids
 	if e := s.refused[n].Load(); e != nil {
 		return nil, *e
@@ -83,14 +86,14 @@ func (c *Client) firstContact(n int) (*idRead, error) {
 	r := &idRead{done: make(chan struct{})}
 	s.flight[n] = r
 	c.wg.Add(1) // in New, or inside the caller's counted call: never while Close waits
-	go c.readIDs(n, r)
+	go c.readIDs(n, key, r)
 	return r, nil
 }
 
 // readIDs reads member n's node IDs under a budget of its own — that of
 // the background connection set-up, so that a slow handshake still ends
 // in a read — and files them (register); Close cuts it short.
-func (c *Client) readIDs(n int, r *idRead) {
+func (c *Client) readIDs(n int, key string, r *idRead) {
 	defer c.wg.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*socketBound(c.cfg.nodeTimeout))
 	defer cancel()
@@ -99,7 +102,7 @@ func (c *Client) readIDs(n int, r *idRead) {
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
-		ids, err = c.memberIDs(ctx, n)
+		ids, err = c.memberIDs(ctx, n, key)
 	}()
 	select {
 	case <-read:
@@ -157,15 +160,29 @@ func (s *identities) register(n int, ids map[string]bool) {
 // A doer sends one command to a member (or to one shard of a ring).
 type doer func(args ...any) *redis.Cmd
 
-// memberIDs reads member n's node IDs (clusterIDs) through its pipe, so
-// that the read shares the connections, and the batches, of its calls: a
-// ClusterClient must not load its state from two goroutines at once (a
-// data race inside go-redis). A ring's shards are each asked directly.
-func (c *Client) memberIDs(ctx context.Context, n int) (map[string]bool, error) {
+// memberIDs reads member n's node IDs (clusterIDs) through its route —
+// on a cluster member, that of the primary owning key's slot — so that the
+// read shares the connections, and the batches, of its calls. A ring's
+// shards are each asked directly.
+func (c *Client) memberIDs(ctx context.Context, n int, key string) (map[string]bool, error) {
 	nd := c.nodes[n]
+	switch {
+	case nd.shards != nil:
+		return clusterIDs(func(args ...any) *redis.Cmd {
+			r, err := nd.shards.owner(ctx, key)
+			if err != nil {
+				return failedCmd(ctx, args, err)
+			}
+			return r.call(ctx, nd.late, false, args)
+		})
+	case nd.main != nil:
+		if _, ok := nd.rdb.(*redis.Ring); !ok {
+			return clusterIDs(func(args ...any) *redis.Cmd { return nd.main.call(ctx, nd.late, false, args) })
+		}
+	}
 	ring, ok := nd.rdb.(*redis.Ring)
-	if !ok {
-		return clusterIDs(func(args ...any) *redis.Cmd { return nd.do(ctx, args...) })
+	if !ok { // a cluster client used as given: its own routing
+		return clusterIDs(func(args ...any) *redis.Cmd { return nd.rdb.Do(ctx, args...) })
 	}
 	ids := map[string]bool{}
 	var mu sync.Mutex
