@@ -341,8 +341,9 @@
 // included; CLUSTER NODES before Redis 7.0), with INFO server sent at
 // once: a server whose INFO does not say redis_mode:cluster has none (an
 // embedded fake answering CLUSTER with a made-up ID included). The read
-// runs in the background, through the member's pipe — its first
-// connection set up by then for the first call — under the budget of the
+// runs in the background, through the member's route (on a cluster
+// member, that of the primary owning the triggering call's key), whose
+// first connection it sets up for the first call, under the budget of the
 // background connection set-up, so a slow handshake still ends in a read.
 // Each member's IDs are compared with those of every member read before
 // it. A member whose IDs meet another's is refused, and so is the other:
