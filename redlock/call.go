@@ -75,13 +75,13 @@ func (c *Client) exec(ctx context.Context, n int, sc *scriptCall) *redis.Cmd {
 // never sent.
 func (c *Client) send(ctx context.Context, n int, sc *scriptCall) *redis.Cmd {
 	nd := c.nodes[n]
-	cmd := nd.do(ctx, sc.evalsha...)
+	cmd := nd.call(ctx, sc.evalsha...)
 	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.nodeTimeout)
 		defer cancel()
 		eval := slices.Clone(sc.evalsha)
 		eval[0], eval[1] = "eval", sc.s.src
-		cmd = nd.do(ctx, eval...)
+		cmd = nd.call(ctx, eval...)
 	}
 	if err := cmd.Err(); err != nil {
 		cmd.SetErr(sc.s.explain(err))

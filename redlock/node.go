@@ -54,14 +54,14 @@ func newNode(given redis.UniversalClient, nodeTimeout time.Duration) *node {
 // restart detection on, this is not needed: the grant that reports the
 // node's start reports its role too (restart.go), at first contact and after
 // every restart.
-func (n *node) vet(ctx context.Context) error {
-	if n.master.Load() {
+func (nd *node) vet(ctx context.Context) error {
+	if nd.master.Load() {
 		return nil
 	}
-	role, err := n.rdb.Do(ctx, "ROLE").Slice()
+	role, err := nd.rdb.Do(ctx, "ROLE").Slice()
 	if err != nil && redis.HasErrorPrefix(err, "unknown command") {
 		// A server without ROLE (an embedded test server) has no replicas.
-		n.master.Store(true)
+		nd.master.Store(true)
 		return nil
 	}
 	if err != nil {
@@ -70,40 +70,40 @@ func (n *node) vet(ctx context.Context) error {
 	if len(role) == 0 || role[0] != "master" {
 		return fmt.Errorf("%w: ROLE says %v", ErrReplica, role)
 	}
-	n.master.Store(true)
+	nd.master.Store(true)
 	return nil
 }
 
-// do sends one script call (args as for EVALSHA or EVAL) to the node: to
+// call sends one script call (args as for EVALSHA or EVAL) to the node: to
 // its one route on a plain master, else to the route of the primary owning
 // the call's keys (shardroute.go). See route.call for when it returns.
-func (n *node) do(ctx context.Context, args ...any) *redis.Cmd {
-	if n.shards != nil {
-		return n.shards.do(ctx, n.late, args)
+func (nd *node) call(ctx context.Context, args ...any) *redis.Cmd {
+	if nd.shards != nil {
+		return nd.shards.call(ctx, nd.late, args)
 	}
-	return n.main.call(ctx, n.late, false, args)
+	return nd.main.call(ctx, nd.late, false, args)
 }
 
 // cut drops every connection of the node's own clients at once — a read
 // stuck on a frozen master included — and fails every later call: Close's
 // last resort. A caller's client (not own) is never touched.
-func (n *node) cut() {
-	if n.shards != nil {
-		n.shards.cut()
-		n.rdb.Close()
+func (nd *node) cut() {
+	if nd.shards != nil {
+		nd.shards.cut()
+		nd.rdb.Close()
 		return
 	}
-	n.main.cut()
+	nd.main.cut()
 }
 
 // close closes the node's own clients — every call of the Client has ended
 // by now: what a pipe may still read is a batch nobody waits for — then
 // stops the pipes, and waits for the connections being set up, if any.
-func (n *node) close() {
-	if n.shards != nil {
-		n.shards.close()
-		n.rdb.Close()
+func (nd *node) close() {
+	if nd.shards != nil {
+		nd.shards.close()
+		nd.rdb.Close()
 		return
 	}
-	n.main.close()
+	nd.main.close()
 }

@@ -43,9 +43,9 @@ func newShardRoutes(cc *redis.ClusterClient, nodeTimeout time.Duration) *shardRo
 	return &shardRoutes{cc: cc, nodeTimeout: nodeTimeout, routes: map[string]*route{}}
 }
 
-// do sends a script call (args as for EVALSHA or EVAL, keys in one slot) to
+// call sends a script call (args as for EVALSHA or EVAL, keys in one slot) to
 // the primary owning its keys, and follows a redirect once (follow).
-func (s *shardRoutes) do(ctx context.Context, late time.Duration, args []any) *redis.Cmd {
+func (s *shardRoutes) call(ctx context.Context, late time.Duration, args []any) *redis.Cmd {
 	key, ok := routeKey(args)
 	if !ok {
 		return failedCmd(ctx, args, errors.New("redlock: a call to a cluster member names no key"))

@@ -25,7 +25,7 @@ func shardNode(t *testing.T, ctx context.Context, opts ...redislab.Option) (*red
 	t.Cleanup(nd.close)
 	m := lab.Members[0]
 	for _, s := range m.Shards {
-		if err := nd.do(ctx, "eval", setScript, 1, s.Keys("warm", 1)[0], "x").Err(); err != nil {
+		if err := nd.call(ctx, "eval", setScript, 1, s.Keys("warm", 1)[0], "x").Err(); err != nil {
 			t.Fatalf("a call to shard %d: %v", s.First, err)
 		}
 	}
@@ -42,7 +42,7 @@ func TestShardRouteFollowsMoved(t *testing.T) {
 	if err := m.MoveSlot(ctx, redislab.Slot(key), m.Shards[2]); err != nil {
 		t.Fatalf("MoveSlot: %v", err)
 	}
-	if err := nd.do(ctx, "eval", setScript, 1, key, "v").Err(); err != nil {
+	if err := nd.call(ctx, "eval", setScript, 1, key, "v").Err(); err != nil {
 		t.Fatalf("a call on a slot moved since the slot map was loaded: %v; want it run by the new owner", err)
 	}
 	if has, err := m.Shards[2].Primary().Holds(ctx, key); err != nil || !has {
@@ -60,13 +60,13 @@ func TestShardRouteFollowsAsk(t *testing.T) {
 	key := m.Shards[0].Keys("asked", 1)[0]
 	src, dst := m.Shards[0].Primary(), m.Shards[2].Primary()
 	migrating(t, ctx, redislab.Slot(key), src, dst)
-	if err := nd.do(ctx, "eval", setScript, 1, key, "v").Err(); err != nil {
+	if err := nd.call(ctx, "eval", setScript, 1, key, "v").Err(); err != nil {
 		t.Fatalf("a call on a slot being migrated: %v; want it run by the importing node", err)
 	}
 	// A script of two keys, both missing: the importing node refuses it
 	// even after ASKING (TRYAGAIN) — an error, never a vote.
 	two := "{" + key + "}a"
-	err := nd.do(ctx, "eval", "return 1", 2, two, "{"+key+"}b").Err()
+	err := nd.call(ctx, "eval", "return 1", 2, two, "{"+key+"}b").Err()
 	if err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") {
 		t.Errorf("a two-key script on a slot being migrated: %v; want TRYAGAIN from the importing node", err)
 	}
@@ -120,7 +120,7 @@ func TestShardRouteDropsIdleRoutes(t *testing.T) {
 	gone := m.Shards[2].Primary().Addr() // met anew below
 	s.routes[gone].close()
 	delete(s.routes, gone)
-	if err := nd.do(ctx, "eval", setScript, 1, m.Shards[2].Keys("again", 1)[0], "v").Err(); err != nil {
+	if err := nd.call(ctx, "eval", setScript, 1, m.Shards[2].Keys("again", 1)[0], "v").Err(); err != nil {
 		t.Fatalf("a call to shard 2: %v", err)
 	}
 	if _, ok := s.routes[m.Shards[1].Primary().Addr()]; ok || len(s.routes) != 2 {
@@ -150,7 +150,7 @@ func TestShardRouteFindsPromotedReplica(t *testing.T) {
 	var err error
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if err = nd.do(ctx, "eval", setScript, 1, key, "v").Err(); err == nil {
+		if err = nd.call(ctx, "eval", setScript, 1, key, "v").Err(); err == nil {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)

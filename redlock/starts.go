@@ -41,18 +41,18 @@ const staleServer = trustTTL
 // reports its start). On a cluster member it is "@" and "id:LASTSAVE,"
 // per server whose LASTSAVE can be relied on: prelude.lua picks the entry of
 // the server that runs it, by CLUSTER MYID.
-func (n *node) lastSaved() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if !n.cluster {
-		if st := n.starts[""]; st != nil && st.saved != "" {
+func (nd *node) lastSaved() string {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if !nd.cluster {
+		if st := nd.starts[""]; st != nil && st.saved != "" {
 			return st.saved
 		}
 		return "?"
 	}
 	var b strings.Builder
 	b.WriteByte('@')
-	for id, st := range n.starts {
+	for id, st := range nd.starts {
 		if id != "" && st.saved != "" {
 			b.WriteString(id + ":" + st.saved + ",")
 		}
@@ -67,21 +67,21 @@ func (n *node) lastSaved() string {
 // first time — new, or restarted, maybe without its data — whose start is
 // set from its uptime (less the slack), or to long ago if TrustStart vouched
 // for it. A node that cannot report its start is an error.
-func (n *node) learn(s startInfo, now time.Time) (startState, error) {
+func (nd *node) learn(s startInfo, now time.Time) (startState, error) {
 	if s.unknown != "" {
 		return startState{}, fmt.Errorf("%w: %s; allow INFO and LASTSAVE to this user, or turn detection off with WithRestartGuard(0) if the masters keep their data across restarts",
 			ErrStartUnknown, s.unknown)
 	}
 	if s.runID != "" {
 		if s.role != "" && s.role != "master" {
-			n.master.Store(false)
+			nd.master.Store(false)
 			return startState{}, fmt.Errorf("%w: INFO replication says role:%s", ErrReplica, s.role)
 		}
-		n.master.Store(true)
+		nd.master.Store(true)
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	st := n.starts[s.server]
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	st := nd.starts[s.server]
 	if s.runID == "" {
 		if st == nil {
 			return startState{}, nil
@@ -90,7 +90,7 @@ func (n *node) learn(s startInfo, now time.Time) (startState, error) {
 		return st.forSlot(s, now), nil
 	}
 	if st == nil {
-		st = n.newServer(s.server, now)
+		st = nd.newServer(s.server, now)
 	}
 	if s.runID != st.runID {
 		// uptime_in_seconds may read up to a second more than has passed,
@@ -111,7 +111,7 @@ func (n *node) learn(s startInfo, now time.Time) (startState, error) {
 // reply: on a cluster, a server counts from when it took the slot over
 // (prelude.lua: served_ms) if that is later than its start — so that a
 // replica promoted, whatever its uptime, or a slot moved to it, sits out
-// the guard as a restarted server does. n.mu is held.
+// the guard as a restarted server does. nd.mu is held.
 func (st *startState) forSlot(s startInfo, now time.Time) startState {
 	out := *st
 	if !s.hasServed {
@@ -128,18 +128,18 @@ func (st *startState) forSlot(s startInfo, now time.Time) startState {
 }
 
 // newServer adds the state of a server first heard of, and drops those
-// not heard of for staleServer. n.mu is held.
-func (n *node) newServer(id string, now time.Time) *startState {
-	if n.starts == nil {
-		n.starts = map[string]*startState{}
+// not heard of for staleServer. nd.mu is held.
+func (nd *node) newServer(id string, now time.Time) *startState {
+	if nd.starts == nil {
+		nd.starts = map[string]*startState{}
 	}
-	for old, st := range n.starts {
+	for old, st := range nd.starts {
 		if now.Sub(st.seen) > staleServer {
-			delete(n.starts, old)
+			delete(nd.starts, old)
 		}
 	}
 	st := &startState{}
-	n.starts[id] = st
+	nd.starts[id] = st
 	return st
 }
 
@@ -163,10 +163,10 @@ func (st startState) old(ttl time.Duration, now time.Time) bool {
 
 // anyYoung reports whether one of the node's servers is known to be young
 // for an acquisition with ttl.
-func (n *node) anyYoung(ttl time.Duration, now time.Time) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, st := range n.starts {
+func (nd *node) anyYoung(ttl time.Duration, now time.Time) bool {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	for _, st := range nd.starts {
 		if st.runID == "" {
 			continue
 		}

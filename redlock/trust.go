@@ -138,8 +138,8 @@ func primaryIn(sh redis.ClusterShard, id string) bool {
 // startKeys are the records prelude.lua reads for lock on this node: the
 // trust record (trust_key) — TrustKey on a plain master, else its slot's —
 // and on a cluster the slot's owner record (owner_key).
-func (n *node) startKeys(lock string) []string {
-	if !n.cluster {
+func (nd *node) startKeys(lock string) []string {
+	if !nd.cluster {
 		return plainStartKeys
 	}
 	slot := slotOf(lock)
