@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,19 +16,8 @@ import (
 )
 
 // Issue 20: each member of the quorum a sharded Redis Cluster. The tests
-// below reproduce what the issue reports on three members of three shards;
-// those that still fail, or take long, are skipped unless REDLOCK_ISSUE20
-// is set (docs/SHARDS.md says which).
-
-// issue20Env runs the reproductions of issue 20.
-const issue20Env = "REDLOCK_ISSUE20"
-
-func issue20(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv(issue20Env) == "" {
-		t.Skipf("issue 20: %s — the sharded-member suite (docs/SHARDS.md); run with %s=1", what, issue20Env)
-	}
-}
+// below reproduce what the issue reports on three members of three shards
+// (docs/SHARDS.md), and run in the default suite.
 
 // shardTTL is the lease of the reproductions: a restarted cluster primary
 // answers CLUSTERDOWN for about 2 s, so the lease must outlast that by far.
