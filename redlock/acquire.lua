@@ -12,7 +12,7 @@
 --   — readers (racquire.lua) wait in it too, as "r:<owner>",
 --   the waiters' leases: a sorted set of owners by lease end (server ms),
 --   the readers: a sorted set of "<owner> <hold>" by lease end (server ms);
--- then the start records (prelude: start_keys).
+-- then the start records (prelude: trust_key, owner_key).
 -- A writer is blocked by every live reader, its own owner's too (as
 -- sync.RWMutex: a reader that asks to write waits for itself).
 -- ARGV: the prelude's owner, hold, ttl, retention, restart, ticket,
@@ -24,7 +24,7 @@
 -- as a grant by start_info's fields. Each grant records its TTL in its
 -- lock (field "ttl", raise_ttl), for clients meeting restarted nodes.
 local n = math.floor(#KEYS / 5)
-start_keys(5 * n)
+trust_key, owner_key = KEYS[5 * n + 1], KEYS[5 * n + 2]
 local field = 'h:' .. hold
 
 -- longest is the TTL record this node reports: the longest among the locks,
@@ -78,7 +78,7 @@ if refused then
     local lock, _, queue, leases = lock_keys(i, 5)
     if redis.call('HGET', lock, 'owner') ~= owner then join_line(queue, leases, owner) end
   end
-  return refusal(pttl, longest)
+  return with_start({0, pttl}, nil, longest)
 end
 
 local t = redis.call('TIME')

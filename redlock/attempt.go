@@ -194,7 +194,7 @@ func (a *acquisition) calls(ticket string) []*scriptCall {
 	}
 	cfg := &a.cfg
 	args := commonArgs(0, a.id.owner, a.id.hold, cfg.ttl, cfg.retention, ticket, cfg.queueLease())
-	return a.perNode(newScriptCall(s, a.kss.scriptKeys(), args...))
+	return a.perNode(newScriptCall(s, a.kss.scriptKeys(5), args...))
 }
 
 // perNode returns an attempt's call base for each node: with restart

@@ -26,7 +26,7 @@
 -- its TTL in its lock, as a grant does (raise_ttl).
 local repair = ARGV[8] == '1'
 local locks = math.floor(#KEYS / 3)
-start_keys(3 * locks)
+trust_key, owner_key = KEYS[3 * locks + 1], KEYS[3 * locks + 2]
 local now = now_ms() -- a writer's lease end is now + its TTL
 local out = {}
 local repaired = false

@@ -53,12 +53,14 @@ func newKeysets(prefix string, keys []string) keysets {
 	return kss
 }
 
-// scriptKeys are the KEYS of acquire.lua, racquire.lua, release.lua,
-// rrelease.lua and leave.lua: five per key (prelude.lua: lock_keys).
-func (kss keysets) scriptKeys() []string {
-	out := make([]string, 0, 5*len(kss))
+// scriptKeys are a script's KEYS: per key, the first per of its lock,
+// fencing counter, waiters' queue, their leases and readers — five for
+// acquire.lua, racquire.lua and rrelease.lua, four for release.lua and
+// leave.lua (prelude.lua: lock_keys).
+func (kss keysets) scriptKeys(per int) []string {
+	out := make([]string, 0, per*len(kss))
 	for _, k := range kss {
-		out = append(out, k.Lock, k.Fence, k.Queue, k.Leases, k.Readers)
+		out = append(out, []string{k.Lock, k.Fence, k.Queue, k.Leases, k.Readers}[:per]...)
 	}
 	return out
 }

@@ -20,7 +20,7 @@
 -- is written then.
 local L, prefer, permit_prefix = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10]
 local queue, leases, record = KEYS[2 * L + 1], KEYS[2 * L + 2], KEYS[2 * L + 3]
-start_keys(2 * L + 3)
+trust_key, owner_key = KEYS[2 * L + 4], KEYS[2 * L + 5]
 
 -- The limit is the holders': another one is refused while any permit of
 -- the recorded limit is held here.
@@ -73,7 +73,7 @@ end
 if ahead >= L - held then
   join_line(queue, leases, owner)
   if held < L then shortest = 0 end
-  return refusal(shortest, function()
+  return with_start({0, shortest}, nil, function()
     local m = 0
     for j = 1, L do
       local v = lease_ttl(KEYS[j])

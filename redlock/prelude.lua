@@ -10,7 +10,7 @@
 --   queues), [7] the waiters' queue lease in ms; the script's own from [8].
 -- KEYS: the script's own; then, with restart detection on, the records
 -- start_info reads: the trust record and, on a cluster member, the slot's
--- owner record (start_keys).
+-- owner record (trust_key, owner_key: each script sets them).
 local owner, hold, ttl, retention, restart, ticket, queue_lease =
   ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 
@@ -29,11 +29,6 @@ end
 
 local function now_ms()
   return server_ms(redis.call('TIME'))
-end
-
--- clock_us is TIME's reply t in µs.
-local function clock_us(t)
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
 -- The waiters' line: a queue (a sorted set of members by ticket) and its
@@ -148,7 +143,7 @@ end
 -- once that expired or was lost. The counter is set to it for the
 -- retention.
 local function next_token(fence, t)
-  local token = math.max(tonumber(redis.call('GET', fence) or '0') + 1, clock_us(t))
+  local token = math.max(tonumber(redis.call('GET', fence) or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
   redis.call('SET', fence, string.format('%d', token), 'PX', retention)
   return token
 end
@@ -194,7 +189,7 @@ local function counter_held(fence, t)
     keep_for(fence, retention)
     return value
   end
-  value = clock_us(t)
+  value = tonumber(t[1]) * 1000000 + tonumber(t[2])
   redis.call('SET', fence, string.format('%d', value), 'PX', retention)
   return value
 end
@@ -218,7 +213,7 @@ end
 -- from what the client last saw.
 -- trust_key is the key of the TrustStart record that covers this script's
 -- keys (TrustKey on a plain master; on a cluster, the record of the keys'
--- slot); nil: no record is read. start_keys sets it.
+-- slot); nil: no record is read.
 local trust_key
 
 -- owner_key is, on a cluster member, the record of which primary serves
@@ -253,12 +248,6 @@ local function served_ms(id)
   end
   redis.call('HSET', owner_key, 'by', id, 'repl', replid, 'since', since)
   return now - since
-end
-
--- start_keys sets trust_key and owner_key from the KEYS that follow the
--- script's own n keys (nil when restart detection is off).
-local function start_keys(n)
-  trust_key, owner_key = KEYS[n + 1], KEYS[n + 2]
 end
 
 local function start_info(last, now, longest)
@@ -342,7 +331,3 @@ local function with_start(out, t, longest)
   return out
 end
 
--- refusal is a refusal's reply {0, hint}, with start_info's fields.
-local function refusal(hint, longest)
-  return with_start({0, hint}, nil, longest)
-end

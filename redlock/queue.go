@@ -63,5 +63,5 @@ func (a *acquisition) leaveCall() *scriptCall {
 	for _, k := range kss {
 		args = append(args, k.Channel)
 	}
-	return newScriptCall(leaveScript, kss.scriptKeys(), args...)
+	return newScriptCall(leaveScript, kss.scriptKeys(4), args...)
 }

@@ -19,7 +19,7 @@
 -- Readers record no TTL (lease_ttl); a node reports the
 -- writer's, which is what a reader waits for.
 local lock, fence, queue, leases, readers = lock_keys(1, 5)
-start_keys(5)
+trust_key, owner_key = KEYS[6], KEYS[7]
 local waiter = 'r:' .. owner
 local reader = owner .. ' ' .. hold
 
@@ -64,12 +64,12 @@ local function longest() return lease_ttl(lock) end
 
 if redis.call('EXISTS', lock) == 1 then
   join_line(queue, leases, waiter)
-  return refusal(redis.call('PTTL', lock), longest)
+  return with_start({0, redis.call('PTTL', lock)}, nil, longest)
 end
 -- A re-sent attempt (its reply was lost) is granted again: it is ours.
 local mine = redis.call('ZSCORE', readers, reader)
 if not (mine and tonumber(mine) > now_ms()) and writer_ahead() and not owner_reads() then
-  return refusal(0, longest)
+  return with_start({0, 0}, nil, longest)
 end
 
 local t = redis.call('TIME')

@@ -94,7 +94,7 @@ func (a *acquisition) releaseCall(kind releaseKind, tokens []int64) *scriptCall 
 	for _, k := range kss {
 		args = append(args, k.Channel)
 	}
-	return newScriptCall(releaseScript, kss.scriptKeys(), args...)
+	return newScriptCall(releaseScript, kss.scriptKeys(4), args...)
 }
 
 // rreleaseCall is rrelease.lua's call for a reader's holding of its key: an
@@ -111,7 +111,7 @@ func (a *acquisition) rreleaseCall(kind releaseKind, tokens []int64) *scriptCall
 		token = tokens[0]
 	}
 	args := commonArgs(3, id.owner, id.hold, 0, cfg.retention, "", 0)
-	return newScriptCall(rreleaseScript, keysets{ks}.scriptKeys(), append(args, unlock, token, ks.Channel)...)
+	return newScriptCall(rreleaseScript, keysets{ks}.scriptKeys(5), append(args, unlock, token, ks.Channel)...)
 }
 
 func releaseVote(reply int64, err error) quorum.Vote[int64] {

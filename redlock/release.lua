@@ -1,7 +1,7 @@
 -- Release: compare-and-delete; never touches another owner's lock. One call
 -- releases every lock of a holding (one for Lock, several for LockMany).
--- KEYS, per lock (5 each, as acquire.lua's): the lock, the fencing counter,
--- the waiters' queue, its leases, the readers (unused).
+-- KEYS, per lock (4 each, the first of acquire.lua's): the lock, the
+-- fencing counter, the waiters' queue, its leases.
 -- ARGV: the prelude's owner, hold and retention; then [8] "1" to release
 -- the whole lock, "0" to drop only this hold (the lock is deleted when no
 -- live hold is left, else it lives as long as the longest of them:
@@ -19,7 +19,7 @@
 -- first everywhere.
 -- Without waiters (the common case) a queue costs one EXISTS.
 local whole, announce = ARGV[8] == '1', ARGV[9] ~= ''
-local n = #KEYS / 5
+local n = #KEYS / 4
 
 local function release(lock, fence, queue, leases, token, channel)
   local queued = announce and redis.call('EXISTS', queue) == 1
@@ -45,7 +45,7 @@ end
 
 local result = 1
 for i = 1, n do
-  local lock, fence, queue, leases = lock_keys(i, 5)
+  local lock, fence, queue, leases = lock_keys(i, 4)
   local r = release(lock, fence, queue, leases, tonumber(ARGV[9 + i]), ARGV[9 + n + i])
   if r == 0 or (r == 2 and result == 1) then
     result = r

@@ -26,7 +26,7 @@ func TestScriptErrorNamesItsFileAndLine(t *testing.T) {
 	kss := newKeysets(c.cfg.prefix, []string{"k"})
 	args := commonArgs(0, "owner-1", "hold-1", 0, c.cfg.retention, "", 0)
 	args[argTTL] = "not-a-number"
-	err = c.exec(ctx, 0, newScriptCall(acquireScript, kss.scriptKeys(), args...)).Err()
+	err = c.exec(ctx, 0, newScriptCall(acquireScript, kss.scriptKeys(5), args...)).Err()
 	want := fmt.Sprintf("acquire.lua:%d", lineOf(t, acquireSrc, "local ends = server_ms(t) + tonumber(ttl)"))
 	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "user_script") {
 		t.Fatalf("acquire.lua with a TTL that is no number: %v; want an error naming %s", err, want)
