@@ -49,11 +49,7 @@ func TestShardsStaleReplicaPromoted(t *testing.T) {
 	}
 	requireLacks(t, ctx, lab, 0, held, 0, 1)
 	c := contendShards(t, ctx, lab, b, held, 1, 2)
-	t.Logf("B: %d attempts on held keys of shard 0, %d granted while held; %d attempts on free keys of shards 1, 2, %d failed",
-		c.attempts.Load(), c.overlaps.Load(), c.others.Load(), c.refused.Load())
-	if n := c.overlaps.Load(); n != 0 {
-		t.Errorf("%d overlapping holds after stale replicas were promoted in two of three members, want 0", n)
-	}
+	requireNoOverlap(t, c, "stale replicas were promoted in two of three members")
 }
 
 // requireUncounted fails t unless err is a failed acquisition in which no
@@ -182,33 +178,15 @@ func requireSameCluster(t *testing.T, ctx context.Context, c *redlock.Client, ke
 // third member, which holds A's keys — B must not get them while A holds
 // them, and gets one once A's lease is over and the records allow.
 func TestShardsStaleReplicaPromotedDefaultGuard(t *testing.T) {
-	lab := redislab.StartShards(t, 3, 3, redislab.WithReplicas())
-	clients := lab.ClusterClients(t)
 	ctx := ctxFor(t, time.Minute)
-	for i, c := range clients {
-		if err := redlock.TrustStart(ctx, c); err != nil {
-			t.Fatalf("member %d: TrustStart: %v", i, err)
-		}
-	}
+	lab, clients := vouchedShards(t, ctx)
 	b := newClient(t, clients, redlock.WithTTL(shardTTL), redlock.WithAutoRenew(false))
-	for _, m := range lab.Members[:2] {
-		if err := m.Shards[0].CutReplica(ctx); err != nil {
-			t.Fatalf("CutReplica: %v", err)
-		}
-	}
+	onShard0(t, lab.Members[:2], "CutReplica", func(s *redislab.Shard) error { return s.CutReplica(ctx) })
 	held := holdOnShard(t, ctx, lab, clients, 0, 4)
-	for _, m := range lab.Members[:2] {
-		if err := m.Shards[0].Failover(ctx); err != nil {
-			t.Fatalf("Failover: %v", err)
-		}
-	}
+	onShard0(t, lab.Members[:2], "Failover", func(s *redislab.Shard) error { return s.Failover(ctx) })
 	requireLacks(t, ctx, lab, 0, held, 0, 1)
 	c := contendShards(t, ctx, lab, b, held, 1, 2)
-	t.Logf("B: %d attempts on held keys of shard 0, %d granted while held; %d attempts on free keys of shards 1, 2, %d failed",
-		c.attempts.Load(), c.overlaps.Load(), c.others.Load(), c.refused.Load())
-	if n := c.overlaps.Load(); n != 0 {
-		t.Errorf("%d overlapping holds after stale replicas were promoted in two of three members, want 0", n)
-	}
+	requireNoOverlap(t, c, "stale replicas were promoted in two of three members")
 	for key := range held {
 		l := eventuallyLocked(t, 2*shardTTL, "B is granted "+key+" once A's lease is over", func() (*redlock.Lock, error) {
 			return b.TryLock(ctx, key)

@@ -237,3 +237,39 @@ func TestShardsRestartedEmptyShard(t *testing.T) {
 		}
 	})
 }
+
+// vouchedShards starts three members of three shards with replicas, and
+// vouches for every primary (TrustStart on each member's cluster client).
+func vouchedShards(t *testing.T, ctx context.Context) (*redislab.Sharded, []redis.UniversalClient) {
+	t.Helper()
+	lab := redislab.StartShards(t, 3, 3, redislab.WithReplicas())
+	clients := lab.ClusterClients(t)
+	for i, c := range clients {
+		if err := redlock.TrustStart(ctx, c); err != nil {
+			t.Fatalf("member %d: TrustStart: %v", i, err)
+		}
+	}
+	return lab, clients
+}
+
+// onShard0 runs op (named what) on shard 0 of each of members, one after
+// another, and fails t at the first error.
+func onShard0(t *testing.T, members []*redislab.Member, what string, op func(*redislab.Shard) error) {
+	t.Helper()
+	for i, m := range members {
+		if err := op(m.Shards[0]); err != nil {
+			t.Fatalf("member %d: %s: %v", i, what, err)
+		}
+	}
+}
+
+// requireNoOverlap logs what contendShards counted and fails t if B was
+// granted a held key while it was held (after what happened).
+func requireNoOverlap(t *testing.T, c *contention, what string) {
+	t.Helper()
+	t.Logf("B: %d attempts on held keys of shard 0, %d granted while held; %d attempts on free keys of shards 1, 2, %d failed",
+		c.attempts.Load(), c.overlaps.Load(), c.others.Load(), c.refused.Load())
+	if n := c.overlaps.Load(); n != 0 {
+		t.Errorf("%d overlapping holds after %s, want 0", n, what)
+	}
+}

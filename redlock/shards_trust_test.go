@@ -55,19 +55,9 @@ func TestShardsCheckNewCoversEveryPrimary(t *testing.T) {
 // hour it is not counted (it has been up for seconds), while the vouched
 // primaries of the other shards are.
 func TestShardsPromotedReplicaNotVouched(t *testing.T) {
-	lab := redislab.StartShards(t, 3, 3, redislab.WithReplicas())
-	clients := lab.ClusterClients(t)
 	ctx := ctxFor(t, time.Minute)
-	for i, c := range clients {
-		if err := redlock.TrustStart(ctx, c); err != nil {
-			t.Fatalf("member %d: TrustStart: %v", i, err)
-		}
-	}
-	for _, m := range lab.Members[:2] {
-		if err := m.Shards[0].Failover(ctx); err != nil {
-			t.Fatalf("Failover: %v", err)
-		}
-	}
+	lab, clients := vouchedShards(t, ctx)
+	onShard0(t, lab.Members[:2], "Failover", func(s *redislab.Shard) error { return s.Failover(ctx) })
 	c := newClient(t, clients, redlock.WithRestartGuard(time.Hour))
 	promoted := lab.Members[0].Shards[0].Keys("promoted", 1)[0]
 	if l, err := c.TryLock(ctx, promoted); err == nil {
@@ -95,16 +85,10 @@ func TestShardsPromotedReplicaNotVouched(t *testing.T) {
 // is cut off, misses A's grants, and is promoted back. It is the same
 // process — the same run_id its vouch names — but it lacks A's keys: under
 // a guard of an hour its grants must not count. Its slot's owner record
-// names its replication ID of before (start.lua: served_ms).
+// names its replication ID of before (prelude.lua: served_ms).
 func TestShardsVouchedPrimaryPromotedBackStale(t *testing.T) {
-	lab := redislab.StartShards(t, 3, 3, redislab.WithReplicas())
-	clients := lab.ClusterClients(t)
 	ctx := ctxFor(t, time.Minute)
-	for i, c := range clients {
-		if err := redlock.TrustStart(ctx, c); err != nil {
-			t.Fatalf("member %d: TrustStart: %v", i, err)
-		}
-	}
+	lab, clients := vouchedShards(t, ctx)
 	for _, m := range lab.Members[:2] {
 		vouched := m.Shards[0].Primary()
 		if err := m.Shards[0].Failover(ctx); err != nil {
@@ -120,11 +104,7 @@ func TestShardsVouchedPrimaryPromotedBackStale(t *testing.T) {
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatalf("A: Unlock: %v", err)
 	}
-	for _, m := range lab.Members[:2] {
-		if err := m.Shards[0].CutReplica(ctx); err != nil {
-			t.Fatalf("CutReplica: %v", err)
-		}
-	}
+	onShard0(t, lab.Members[:2], "CutReplica", func(s *redislab.Shard) error { return s.CutReplica(ctx) })
 	held := map[string]*redlock.Lock{}
 	for _, key := range lab.Members[0].Shards[0].Keys("held", 4) {
 		l, err := a.TryLock(ctx, key)
@@ -133,11 +113,7 @@ func TestShardsVouchedPrimaryPromotedBackStale(t *testing.T) {
 		}
 		held[key] = l
 	}
-	for _, m := range lab.Members[:2] {
-		if err := m.Shards[0].Failover(ctx); err != nil {
-			t.Fatalf("Failover back: %v", err)
-		}
-	}
+	onShard0(t, lab.Members[:2], "Failover back", func(s *redislab.Shard) error { return s.Failover(ctx) })
 	requireLacks(t, ctx, lab, 0, held, 0, 1)
 	b := newClient(t, clients, redlock.WithRestartGuard(time.Hour), redlock.WithAutoRenew(false))
 	for key, a := range held {
