@@ -32,8 +32,10 @@ type shardMesh struct {
 func newShardMesh(t *testing.T, lab *redislab.Sharded, nClients int, opts ...redlock.Option) (*shardMesh, []*redlock.Client) {
 	t.Helper()
 	m := &shardMesh{lab: lab, opts: opts}
-	var clients []*redlock.Client
-	for c := range nClients {
+	// Every client's proxies exist before the first Client: New starts
+	// dialing at once (it reads the members' cluster IDs), through the
+	// dialer, which reads m.proxies.
+	for range nClients {
 		proxies := map[string]*faultproxy.Proxy{}
 		for _, mb := range lab.Members {
 			for _, n := range mb.Nodes() {
@@ -41,6 +43,9 @@ func newShardMesh(t *testing.T, lab *redislab.Sharded, nClients int, opts ...red
 			}
 		}
 		m.proxies = append(m.proxies, proxies)
+	}
+	var clients []*redlock.Client
+	for c := range nClients {
 		rdbs := m.redisClients(c)
 		for _, rdb := range rdbs {
 			t.Cleanup(func() { rdb.Close() })
