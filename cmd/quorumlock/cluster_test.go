@@ -87,3 +87,21 @@ func runIDOf(t *testing.T, ctx context.Context, addr string) string {
 	}
 	return id
 }
+
+// run given one node of each of three Redis Clusters locks through each
+// whole cluster: the key lives on another shard than the node given, and
+// the command runs under the lock (before: MOVED from every member, the
+// lock not obtained).
+func TestRunClusterNodes(t *testing.T) {
+	lab := redislab.StartShards(t, 3, 3)
+	var given []string
+	for _, m := range lab.Members {
+		given = append(given, m.Shards[1].Primary().Addr())
+	}
+	key := lab.Members[0].Shards[0].Keys("run", 1)[0]
+	code, stdout, stderr := runBinary(t, "", runArgs(strings.Join(given, ","), key, "--restart-guard", "0s", "--", "echo", "ran")...)
+	t.Logf("run:\n%s%s", stdout, stderr)
+	if code != exitOK || !strings.Contains(stdout, "ran") {
+		t.Fatalf("run on one node of each cluster: status %d, output %q; want %d and the command's output", code, stdout, exitOK)
+	}
+}

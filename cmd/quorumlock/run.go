@@ -102,8 +102,11 @@ func (c *cli) run(args []string) int {
 		return c.usageError(fs, err)
 	}
 	c.verbose = f.verbose
-	client, err := redlock.New(ns.universal(), f.options(c)...)
+	// A node of a Redis Cluster stands for its whole cluster (cluster.go).
+	members, closeMembers := ns.members(clusterProbe)
+	client, err := redlock.New(members, f.options(c)...)
 	if err != nil {
+		closeMembers()
 		ns.close()
 		return c.usageError(fs, errors.New(ns.redact(err.Error())))
 	}
@@ -116,9 +119,14 @@ func (c *cli) run(args []string) int {
 		code = c.supervise(l, ns, path, fs.Args(), &f, sigs)
 		begin = time.Now()
 	}
-	closeWithin(begin.Add(f.wait+f.nodeTimeout), client, ns)
+	closeWithin(begin.Add(f.wait+f.nodeTimeout), client, ns, closeMembers)
 	return code
 }
+
+// clusterProbe bounds run's INFO to each node, which tells a Redis Cluster
+// node from a plain master: a node that does not answer within it is taken
+// for a plain master (a down node costs run no more than this at start).
+const clusterProbe = 500 * time.Millisecond
 
 // options are the Client's options for f.
 func (f *runFlags) options(c *cli) []redlock.Option {
@@ -139,11 +147,14 @@ func (f *runFlags) options(c *cli) []redlock.Option {
 // then, and the process exits).
 const closeSlack = 50 * time.Millisecond
 
-func closeWithin(deadline time.Time, client *redlock.Client, ns *nodeSet) {
+// closeWithin closes the Client, the cluster clients run made and the node
+// connections, waiting for that until deadline (at least closeSlack).
+func closeWithin(deadline time.Time, client *redlock.Client, ns *nodeSet, closeMembers func()) {
 	closed := make(chan struct{})
 	go func() {
 		defer close(closed)
 		client.Close()
+		closeMembers()
 		ns.close()
 	}()
 	t := time.NewTimer(max(time.Until(deadline), closeSlack))
