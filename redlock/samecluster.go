@@ -217,7 +217,7 @@ func clusterIDs(do doer) (map[string]bool, error) {
 		return ids, nil
 	}
 	err := shards.Err()
-	if isRedisError(err, "ERR unknown subcommand") {
+	if redis.HasErrorPrefix(err, "unknown subcommand") {
 		return nodesIDs(do)
 	}
 	if notCluster(err) {
@@ -299,9 +299,4 @@ func notCluster(err error) bool {
 	msg := strings.ToLower(re.Error())
 	return strings.HasPrefix(msg, "err unknown command") ||
 		strings.Contains(msg, "cluster") && (strings.Contains(msg, "disabled") || strings.Contains(msg, "not enabled"))
-}
-
-func isRedisError(err error, prefix string) bool {
-	var re redis.Error
-	return errors.As(err, &re) && strings.HasPrefix(re.Error(), prefix)
 }

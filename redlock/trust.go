@@ -84,11 +84,7 @@ func slotRecords(ctx context.Context, node redis.UniversalClient, info string) (
 	if replid == "" {
 		return nil, nil, fmt.Errorf("INFO replication has no master_replid")
 	}
-	id, err := node.ClusterMyID(ctx).Result()
-	if err != nil {
-		return nil, nil, fmt.Errorf("CLUSTER MYID: %w", err)
-	}
-	slots, err := ownSlots(ctx, node)
+	id, slots, err := ownSlots(ctx, node)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -99,17 +95,17 @@ func slotRecords(ctx context.Context, node redis.UniversalClient, info string) (
 	return keys, []any{"by", id, "repl", replid, "since", 0}, nil
 }
 
-// ownSlots returns the slots the cluster node node talks to serves as a
-// primary, as it sees them itself (CLUSTER SHARDS: its own shard's slots,
-// if it is that shard's primary).
-func ownSlots(ctx context.Context, node redis.UniversalClient) ([]int, error) {
+// ownSlots returns the node ID of the cluster node node talks to, and the
+// slots it serves as a primary, as it sees them itself (CLUSTER SHARDS:
+// its own shard's slots, if it is that shard's primary).
+func ownSlots(ctx context.Context, node redis.UniversalClient) (string, []int, error) {
 	id, err := node.ClusterMyID(ctx).Result()
 	if err != nil {
-		return nil, fmt.Errorf("CLUSTER MYID: %w", err)
+		return "", nil, fmt.Errorf("CLUSTER MYID: %w", err)
 	}
 	shards, err := node.ClusterShards(ctx).Result()
 	if err != nil {
-		return nil, fmt.Errorf("CLUSTER SHARDS: %w", err)
+		return "", nil, fmt.Errorf("CLUSTER SHARDS: %w", err)
 	}
 	var slots []int
 	for _, sh := range shards {
@@ -122,7 +118,7 @@ func ownSlots(ctx context.Context, node redis.UniversalClient) ([]int, error) {
 			}
 		}
 	}
-	return slots, nil
+	return id, slots, nil
 }
 
 // primaryIn reports whether the node of ID id is sh's primary.

@@ -120,7 +120,7 @@ func surveyServer(ctx context.Context, rdb redis.UniversalClient, prefix string)
 	if info["Server"]["redis_mode"] == "cluster" {
 		// TrustStart writes every slot's record of a primary at once: one
 		// stands for all.
-		slots, err := ownSlots(ctx, rdb)
+		_, slots, err := ownSlots(ctx, rdb)
 		if err != nil {
 			s.err = fmt.Errorf("redlock: CheckNew: %w", err)
 			return s
