@@ -25,6 +25,13 @@ var bin struct {
 }
 
 func TestMain(m *testing.M) {
+	// A test that runs `run` in-process starts its keeper by re-executing
+	// this very binary (os.Executable) under the keeper's name: be that
+	// keeper, not a second run of every test, which would start its own
+	// keepers and so on without end.
+	if len(os.Args) > 0 && os.Args[0] == keeperName {
+		os.Exit(keep(os.Args[1:]))
+	}
 	redis.SetLogger(quietLog{})
 	code := m.Run()
 	if bin.dir != "" {
