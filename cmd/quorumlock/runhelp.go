@@ -37,7 +37,7 @@ The command's process group:
   --grace) when CMD exits instead. A process that leaves the group — setsid,
   a daemon, another job-control shell's jobs — is not waited for: once the
   group is gone, it runs on unlocked; while the group lives, it is killed
-  with it when quorumlock dies or the lock is lost.
+  with it when quorumlock dies or the group is killed after a lost lock.
   If quorumlock dies, however it dies (kill -9 too, or of its whole process
   group), the group is killed at once by its keeper (a copy of quorumlock,
   CMD's parent, in a process group of its own), and then every other process
@@ -63,9 +63,10 @@ Signals and terminals:
   background) stops quorumlock in the same way; without one (cron,
   systemd), quorumlock keeps renewing while CMD is stopped.
   If the lock is lost while CMD runs (too few nodes renewed it before its
-  validity ran out), CMD's group gets SIGTERM, then after --grace SIGKILL,
-  with every other process left under the run, and quorumlock exits 77. CMD runs unprotected from the loss until it
-  exits: handle SIGTERM promptly.
+  validity ran out), CMD's group gets SIGTERM; if any of it is left after
+  --grace, SIGKILL, with every other process under the run, in whatever
+  process group; quorumlock exits 77. CMD runs unprotected from the loss
+  until it exits: handle SIGTERM promptly.
 
 Flags:
 {{flags}}
