@@ -38,8 +38,8 @@ func children() []int {
 			continue // gone meanwhile
 		}
 		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-		_, after, _ := strings.Cut(string(stat[bytes.LastIndexByte(stat, ')')+1:]), " ")
-		if f := strings.Fields(after); len(f) > 1 && f[1] == self {
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) > 1 && f[1] == self {
 			pids = append(pids, pid)
 		}
 	}
