@@ -59,7 +59,10 @@ func (c *cli) startJob(path string, argv, env []string) (*job, error) {
 	}
 	j.keeper = &exec.Cmd{Path: self, Args: append([]string{keeperName, mode, path}, argv...),
 		Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr, Env: childEnv(os.Environ(), env),
-		ExtraFiles: []*os.File{statusW, lifeR, j.tty}}
+		ExtraFiles: []*os.File{statusW, lifeR, j.tty},
+		// Out of quorumlock's group, so that a signal to that group does not
+		// kill the keeper with quorumlock (keeper.go).
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
 	if err := j.keeper.Start(); err != nil {
 		statusR.Close()
 		j.close()
@@ -125,6 +128,12 @@ func (j *job) end(ev keeperEvent) {
 
 // kill sends sig to CMD's process group. Errors mean the group is gone.
 func (j *job) kill(sig syscall.Signal) { syscall.Kill(-j.pgid, sig) }
+
+// killAll has the keeper SIGKILL CMD's group and every other process left
+// under it, in whatever process group, and exit once none is left: it
+// closes the lifeline, as quorumlock's death would. The keeper's exit ends
+// j.events.
+func (j *job) killAll() { j.lifeline.Close() }
 
 // forward passes sig on to CMD's group, and continues it if CMD is stopped
 // (as a shell's kill does) or has exited (what is left of the group may

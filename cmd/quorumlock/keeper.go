@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -15,9 +16,16 @@ import (
 // what quorumlock cannot do itself once it is gone:
 //   - When quorumlock dies, however it dies (kill -9 included), the keeper
 //     sees its lifeline pipe close and kills CMD's whole process group at
-//     once — long before the lease, which quorumlock no longer renews, can
-//     end. The parent-death signal alone would reach only CMD itself, not
-//     the children CMD started.
+//     once, then every other process left under it, in whatever process
+//     group (a nested run's command, a setsid), and exits only once none is
+//     left — long before the lease, which quorumlock no longer renews, can
+//     end. quorumlock closes the lifeline itself to have everything killed
+//     when its lock is lost. The parent-death signal alone would reach only
+//     CMD itself, not the children CMD started.
+//   - It runs in a process group of its own, so that a signal to
+//     quorumlock's group (kill -9 of a shell's job, or of an outer run's
+//     command group, which holds a nested quorumlock) does not kill it with
+//     quorumlock: it outlives quorumlock to do the above.
 //   - It waits for every process of the group, not only CMD: as a child
 //     subreaper (Linux) it inherits the group's orphans and reaps them, and
 //     it exits only once no process of the group is left. quorumlock holds
@@ -64,8 +72,13 @@ func keep(args []string) int {
 	go watchLifeline(pid)
 	fmt.Fprintf(status, "pgid %d\n", pid)
 	reapUntilEmpty(status, pid)
+	killing.Lock() // never released: once killing began, it ends the keeper
 	return exitOK
 }
+
+// killing is held from the moment the keeper starts killing everything
+// under it: it must not exit 0 meanwhile, though CMD's group may be gone.
+var killing sync.Mutex
 
 // startCommand starts CMD as the leader of a new process group — in the
 // terminal's foreground when fg — and, as execvp does, runs a file that is
@@ -92,12 +105,51 @@ func startCommand(fg bool, path string, argv []string) (int, error) {
 	return p.Pid, nil
 }
 
-// watchLifeline kills CMD's group as soon as quorumlock is gone: its end of
-// the lifeline closes, however it died.
+// watchLifeline kills CMD's group and every process left under the keeper
+// as soon as its end of the lifeline closes — quorumlock is gone, however
+// it died, or lost its lock — and then exits.
 func watchLifeline(pgid int) {
 	io.Copy(io.Discard, os.NewFile(keeperLifelineFD, "lifeline"))
-	syscall.Kill(-pgid, syscall.SIGKILL)
+	killing.Lock()
+	killEverything(pgid)
 	os.Exit(exitLockLost)
+}
+
+// killPoll is how often killEverything looks for processes left.
+const killPoll = 5 * time.Millisecond
+
+// killEverything SIGKILLs group pgid, then each child of the keeper until
+// none is left, reaping them. As a child subreaper, the keeper inherits the
+// children of each process that dies under it, so that this ends only once
+// no process started under it is left, in whatever process group. It kills
+// only its own children, whose pids cannot be reused before it reaps them.
+func killEverything(pgid int) {
+	syscall.Kill(-pgid, syscall.SIGKILL)
+	for {
+		for _, pid := range children() {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if !reapAll() {
+			return
+		}
+		time.Sleep(killPoll)
+	}
+}
+
+// reapAll reaps the keeper's children that have exited, and reports whether
+// any child is left.
+func reapAll() bool {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+		case err != nil: // ECHILD
+			return false
+		case pid == 0:
+			return true
+		}
+	}
 }
 
 // reapUntilEmpty reaps CMD, reporting its stops and its end, and every

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"syscall"
 	"time"
 
@@ -71,9 +70,8 @@ func main() {
 	if c.raise != 0 {
 		// Die of the signal that ended CMD, or the wait, as CMD would have
 		// without quorumlock: the lock is released by now.
-		signal.Reset(c.raise)
-		syscall.Kill(os.Getpid(), c.raise)
-		time.Sleep(time.Second) // the signal is delivered on another thread meanwhile
+		dieOf(c.raise)
+		time.Sleep(time.Second) // only if the signal does not kill at once
 	}
 	os.Exit(code)
 }

@@ -82,6 +82,14 @@ func (f *runFlags) check(fs *flag.FlagSet) ([]string, error) {
 }
 
 func (c *cli) run(args []string) int {
+	// Diagnostics never end the run: with SIGPIPE caught, a write to a
+	// stderr whose reader went away (a closed log pipe) fails with EPIPE
+	// instead of killing quorumlock — and with it CMD, which its keeper
+	// would kill, and the lock, left for its TTL. CMD still starts with
+	// SIGPIPE's default action: exec resets a caught signal.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
 	fs := newFlagSet("run")
 	var f runFlags
 	f.register(fs, c.getenv)

@@ -35,12 +35,16 @@ The command's process group:
   also after Ctrl-C (a non-interactive sh starts background jobs with
   SIGINT ignored). --kill-group sends what is left SIGTERM (SIGKILL after
   --grace) when CMD exits instead. A process that leaves the group — setsid,
-  a daemon, another job-control shell's jobs — is not covered: nothing
-  waits for it, and it runs on unlocked.
-  If quorumlock dies, however it dies (kill -9 too), the whole group is
-  killed at once by its keeper (a copy of quorumlock, CMD's parent),
-  long before the lease can end. Killing the keeper and quorumlock together
-  (kill -9 of quorumlock's own process group) leaves the group unguarded.
+  a daemon, another job-control shell's jobs — is not waited for: once the
+  group is gone, it runs on unlocked; while the group lives, it is killed
+  with it when quorumlock dies or the group is killed after a lost lock.
+  If quorumlock dies, however it dies (kill -9 too, or of its whole process
+  group), the group is killed at once by its keeper (a copy of quorumlock,
+  CMD's parent, in a process group of its own), and then every other process
+  started under the run, in whatever process group, long before the lease
+  can end: a quorumlock run inside CMD that dies with CMD's group takes its
+  own command with it. Killing the keeper too, by its pid, leaves the group
+  unguarded.
 
 Signals and terminals:
   SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to quorumlock are forwarded to
@@ -59,9 +63,10 @@ Signals and terminals:
   background) stops quorumlock in the same way; without one (cron,
   systemd), quorumlock keeps renewing while CMD is stopped.
   If the lock is lost while CMD runs (too few nodes renewed it before its
-  validity ran out), CMD's group gets SIGTERM, then SIGKILL after --grace,
-  and quorumlock exits 77. CMD runs unprotected from the loss until it
-  exits: handle SIGTERM promptly.
+  validity ran out), CMD's group gets SIGTERM; if any of it is left after
+  --grace, SIGKILL, with every other process under the run, in whatever
+  process group; quorumlock exits 77. CMD runs unprotected from the loss
+  until it exits: handle SIGTERM promptly.
 
 Flags:
 {{flags}}
@@ -90,7 +95,8 @@ Exit status:
 
 With --wait D, run gives up within D plus the node timeout, whatever the
 nodes do. Node addresses are shown without their passwords. -v logs each
-renewal, the nodes' failures, and a node that stops or starts answering.
+renewal, the nodes' failures, and a node that stops or starts answering;
+if stderr's reader goes away, only the log lines are lost.
 
 Examples:
   # Run the nightly report on one machine of the fleet at most; skip it if

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"os"
+	"os/signal"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -18,9 +22,48 @@ func setSubreaper() {
 	syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
 }
 
+// children returns the pids of the calling process's children, by /proc:
+// the keeper's, which are CMD and the orphans it inherited.
+func children() []int {
+	entries, _ := os.ReadDir("/proc")
+	self := strconv.Itoa(os.Getpid())
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) > 1 && f[1] == self {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// dieOf kills the calling process with sig, as the default action of sig
+// would: the Go runtime's handler ignores a SIGPIPE that is sent rather
+// than caused by a write to stdout or stderr, so the action is reset to
+// SIG_DFL underneath it first. It returns only if sig does not kill.
+func dieOf(sig syscall.Signal) {
+	signal.Reset(sig)
+	var dfl [4]uint64 // struct sigaction all zero: SIG_DFL, no flags, empty mask
+	const sigsetSize = 8
+	syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&dfl)), 0, sigsetSize, 0, 0)
+	unblock := uint64(1) << (uint(sig) - 1)
+	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, sigUnblock, uintptr(unsafe.Pointer(&unblock)), 0, sigsetSize, 0, 0)
+	syscall.Kill(os.Getpid(), sig)
+}
+
 // how of rt_sigprocmask(2).
 const (
 	sigBlock   = 0
+	sigUnblock = 1
 	sigSetmask = 2
 )
 

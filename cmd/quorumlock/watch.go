@@ -13,9 +13,10 @@ import (
 
 // watch waits until CMD and every other process of its group have exited,
 // forwarding sigs to the group and stopping with it. If the lock ends first,
-// it sends the group SIGTERM, then SIGKILL after the grace period, and
-// reports true. With --kill-group, what is left of the group when CMD exits
-// gets the same.
+// it sends the group SIGTERM, then, after the grace period, has the keeper
+// SIGKILL the group and every other process under it, and reports true.
+// With --kill-group, what is left of the group when CMD exits gets SIGTERM,
+// then SIGKILL.
 func (c *cli) watch(j *job, l *redlock.Lock, f *runFlags, sigs <-chan os.Signal) (lost bool) {
 	done := l.Done()
 	var kill <-chan time.Time
@@ -64,7 +65,11 @@ func (c *cli) watch(j *job, l *redlock.Lock, f *runFlags, sigs <-chan os.Signal)
 			}
 		case <-kill:
 			kill = nil
-			j.kill(syscall.SIGKILL)
+			if lost { // nothing started under the run may outlive the lock
+				j.killAll()
+			} else {
+				j.kill(syscall.SIGKILL)
+			}
 		}
 	}
 }
@@ -83,7 +88,7 @@ func (c *cli) suspend(j *job, l *redlock.Lock, f *runFlags) (lost bool) {
 	if why := c.extendAfterStop(l); why != "" {
 		fmt.Fprintf(c.stderr, "quorumlock: %v lost while stopped (%s): killing the command's process group, which stayed stopped\n",
 			f.claim, why)
-		j.kill(syscall.SIGKILL)
+		j.killAll()
 		return true
 	}
 	j.giveTerminal()
