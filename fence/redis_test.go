@@ -101,7 +101,6 @@ func TestTokensCompareExactly(t *testing.T) {
 func TestBadInputWritesNothing(t *testing.T) {
 	s, c := store(t)
 	ctx := ctxFor(t, 10*time.Second)
-	//lint:ignore SA1012 a nil ctx is the bad input under test
 	nilCtx := context.Context(nil)
 	for _, tc := range []struct {
 		name, want string

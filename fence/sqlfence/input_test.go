@@ -62,7 +62,6 @@ func TestRaiseRefusesBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	//lint:ignore SA1012 a nil ctx is the bad input under test
 	nilCtx := context.Context(nil)
 	for _, tc := range []struct {
 		name, want string
