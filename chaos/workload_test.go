@@ -30,6 +30,9 @@ type contention struct {
 	maxWork    time.Duration // each hold works a random time in [0, maxWork)
 	many       []string      // kindMany's keys; manyKeys when nil
 	opts       []redlock.Option
+	// store, when set, is the resource: each writer's hold writes to it
+	// as it starts and as it ends (fencedWrite).
+	store *chaos.FencedStore
 
 	held     atomic.Int32 // holds in progress
 	attempts atomic.Int64 // Lock calls that gave up at their deadline, and refused TryLocks
@@ -97,10 +100,18 @@ func (w *contention) turn(ctx context.Context, c *redlock.Client, name string, r
 	if shared {
 		hold = w.rec.HoldShared
 	}
-	err = hold(ctx, name, l, func(ctx context.Context) {
+	err = hold(ctx, name, l, func(hctx context.Context) {
 		w.held.Add(1)
 		defer w.held.Add(-1)
-		pause(ctx, work)
+		w.fencedWrite(l, shared)
+		pause(hctx, work)
+		if hctx.Err() != nil && ctx.Err() == nil && w.store != nil && rng.IntN(2) == 0 {
+			// Told of the loss, this holder goes on as one paused past
+			// it would, and writes late: the store must refuse it once
+			// the next holder has written.
+			pause(ctx, time.Duration(rng.Int64N(int64(ttl))))
+		}
+		w.fencedWrite(l, shared)
 	})
 	// A loss is recorded by Hold and judged by the checker; an Unlock that
 	// no majority confirmed either way is a fault's normal outcome.
@@ -109,6 +120,22 @@ func (w *contention) turn(ctx context.Context, c *redlock.Client, name string, r
 		w.fail(fmt.Errorf("%s: Unlock: %w", name, err))
 	}
 	return true
+}
+
+// fencedWrite makes a holder's write under l to the contention's store, if
+// it has one: one write per key of l under that key's token (a permit's
+// under <name>#<permit>, as the Recorder names it); a reader writes
+// nothing.
+func (w *contention) fencedWrite(l *redlock.Lock, shared bool) {
+	switch {
+	case w.store == nil || shared:
+	case l.Permit() >= 0:
+		w.store.Write(fmt.Sprintf("%s#%d", l.Key(), l.Permit()), l.Token())
+	default:
+		for _, k := range l.Keys() {
+			w.store.Write(k, l.TokenOf(k))
+		}
+	}
 }
 
 // A holdKind is what a contention's holders take.
