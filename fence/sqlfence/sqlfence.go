@@ -36,6 +36,9 @@ func (e *StaleError) Error() string {
 func (e *StaleError) Unwrap() error { return ErrStale }
 
 // A Dialect is the SQL a database speaks: its placeholders and its upsert.
+// The package's tests run Postgres on a real server; the SQLite and MySQL
+// statements follow those databases' documented upserts but are not yet
+// run against a server here.
 type Dialect int
 
 const (
