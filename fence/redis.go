@@ -46,7 +46,8 @@ type Redis struct {
 
 // NewRedis returns a store on the server (or Cluster) that c talks to. c is
 // used as given: its timeouts and retries bound each call. A retried write
-// is harmless: the same token is accepted again.
+// is harmless: the same token is accepted again. With a nil c every call
+// returns an error matching ErrInvalid.
 func NewRedis(c redis.UniversalClient) *Redis { return &Redis{c: c} }
 
 // KeyNames returns the Redis keys that hold key's value and its token:
