@@ -112,7 +112,10 @@ func onConflict(table, key, token, p1, p2 string) string {
 // The row stays locked by tx until it commits or rolls back, so a
 // concurrent Raise of the same key waits for it. A failure of the
 // statement is returned wrapped; tx is then usually unusable (Postgres
-// aborts it) and should be rolled back.
+// aborts it) and should be rolled back. Under REPEATABLE READ or
+// SERIALIZABLE isolation a Raise that waited for a concurrent one may fail
+// with the database's serialization error: retry the whole transaction,
+// which then sees the other's token.
 func (f *Fence) Raise(ctx context.Context, tx *sql.Tx, key string, token int64) error {
 	switch {
 	case ctx == nil:
