@@ -55,7 +55,7 @@ func TestSoak(t *testing.T) {
 	// Every writer's hold writes to a fenced store on a server of its own:
 	// the protected resource, which accepts no stale write (requireFenced).
 	store, resourceStore := resource(t, w.rec)
-	w.store = store
+	w.store, w.pauseEvery = store, soakPauseEvery
 	s := &soak{t: t, lab: lab, m: m, w: w, rng: rand.New(rand.NewPCG(*soakSeed, 0x50a4))}
 	closeAll := closeSeats(t, w)
 	t.Cleanup(closeAll) // after the holders stopped (Cleanup runs last-in first-out)
@@ -70,7 +70,8 @@ func TestSoak(t *testing.T) {
 		kind holdKind
 		key  string
 	}{{kindMany, ""}, {kindReadWrite, "rw"}, {kindPermit, "sem"}} {
-		o := &contention{rec: w.rec, seats: w.seats, goroutines: 1, tryers: 1, key: k.key, kind: k.kind, maxWork: w.maxWork, opts: w.opts, store: store}
+		o := &contention{rec: w.rec, seats: w.seats, goroutines: 1, tryers: 1, key: k.key, kind: k.kind, maxWork: w.maxWork, opts: w.opts,
+			store: store, pauseEvery: soakPauseEvery}
 		stopKinds = append(stopKinds, o.start(t, *soakSeed+uint64(k.kind)))
 	}
 	t.Logf("soak: seed %d, %v, %d clients × (%d Lock + %d TryLock) holders, one long holder, and per client a waiting and a trying holder each of LockMany, RLock/Lock and Acquire",
@@ -104,6 +105,11 @@ func TestSoak(t *testing.T) {
 		t.Log(row)
 	}
 }
+
+// soakPauseEvery: one writer's hold in soakPauseEvery is a paused
+// process's (contention.pauseEvery), whose late write the fenced store
+// must refuse.
+const soakPauseEvery = 20
 
 // lossMargin is how long before Until() the library signals a loss at the
 // scenarios' settings: a tenth of the TTL, at least one node timeout. The
