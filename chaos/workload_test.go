@@ -115,10 +115,10 @@ func (w *contention) turn(ctx context.Context, c *redlock.Client, name string, r
 		w.fencedWrite(l, shared)
 		switch {
 		case paused:
-			// Paused past the end of its validity, and up to a TTL more:
-			// the others take the lock and write meanwhile, so the store
-			// must refuse the write it makes when it wakes.
-			pause(ctx, time.Until(l.Until())+time.Duration(rng.Int64N(int64(ttl))))
+			// Paused past the end of its validity, and one to two TTLs
+			// more: the others take the lock and write meanwhile, so the
+			// store must refuse the write it makes when it wakes.
+			pause(ctx, time.Until(l.Until())+ttl+time.Duration(rng.Int64N(int64(ttl))))
 		default:
 			pause(hctx, work)
 			if hctx.Err() != nil && ctx.Err() == nil && w.store != nil && rng.IntN(2) == 0 {
