@@ -74,7 +74,7 @@ func TestShardSoak(t *testing.T) {
 	ctx := testkit.Context(t, *soakDur+5*time.Minute)
 	var stops []func()
 	for i, key := range s.longKeys {
-		stops = append(stops, longHolds(ctx, rec, seats[i%len(seats)], key, shardSoakTTL, *soakSeed+uint64(i)))
+		stops = append(stops, longHolds(ctx, rec, nil, seats[i%len(seats)], key, shardSoakTTL, *soakSeed+uint64(i)))
 	}
 	lag := probeLag(rec.Now)
 	for i, w := range ws {
@@ -224,7 +224,7 @@ func (s *shardSoak) report(lag *lagLog, ws []*contention) {
 	for i, f := range s.faults {
 		kinds[i] = f.kind
 	}
-	for _, row := range faultTable(s.rec.History(), s.episodes, kinds, shardSoakTTL) {
+	for _, row := range faultTable(s.rec.History(), nil, s.episodes, kinds, shardSoakTTL) {
 		t.Log(row)
 	}
 }

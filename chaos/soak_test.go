@@ -52,11 +52,15 @@ func TestSoak(t *testing.T) {
 	m := newMesh(t, lab, 3, redlock.WithRestartGuard(ttl))
 	w := m.contention(2)
 	w.tryers = 1
+	// Every writer's hold writes to a fenced store on a server of its own:
+	// the protected resource, which accepts no stale write (requireFenced).
+	store, resourceStore := resource(t, w.rec)
+	w.store, w.pauseEvery = store, soakPauseEvery
 	s := &soak{t: t, lab: lab, m: m, w: w, rng: rand.New(rand.NewPCG(*soakSeed, 0x50a4))}
 	closeAll := closeSeats(t, w)
 	t.Cleanup(closeAll) // after the holders stopped (Cleanup runs last-in first-out)
 	ctx := testkit.Context(t, *soakDur+5*time.Minute)
-	stopLong := longHolds(ctx, w.rec, w.seats[0], "long", ttl, *soakSeed)
+	stopLong := longHolds(ctx, w.rec, store, w.seats[0], "long", ttl, *soakSeed)
 	lag := probeLag(w.rec.Now)
 	stop := w.start(t, *soakSeed)
 	// The other kinds of hold run beside Lock's, on the same clients, under
@@ -66,7 +70,8 @@ func TestSoak(t *testing.T) {
 		kind holdKind
 		key  string
 	}{{kindMany, ""}, {kindReadWrite, "rw"}, {kindPermit, "sem"}} {
-		o := &contention{rec: w.rec, seats: w.seats, goroutines: 1, tryers: 1, key: k.key, kind: k.kind, maxWork: w.maxWork, opts: w.opts}
+		o := &contention{rec: w.rec, seats: w.seats, goroutines: 1, tryers: 1, key: k.key, kind: k.kind, maxWork: w.maxWork, opts: w.opts,
+			store: store, pauseEvery: soakPauseEvery}
 		stopKinds = append(stopKinds, o.start(t, *soakSeed+uint64(k.kind)))
 	}
 	t.Logf("soak: seed %d, %v, %d clients × (%d Lock + %d TryLock) holders, one long holder, and per client a waiting and a trying holder each of LockMany, RLock/Lock and Acquire",
@@ -95,10 +100,16 @@ func TestSoak(t *testing.T) {
 		t.Errorf("%d holders of the semaphore at once, limit %d", most, permitLimit)
 	}
 	reportLate(t, w.rec.History(), lag, lossMargin)
-	for _, row := range s.table(w.rec.History()) {
+	requireFenced(t, store, resourceStore)
+	for _, row := range s.table(w.rec.History(), store.Writes()) {
 		t.Log(row)
 	}
 }
+
+// soakPauseEvery: one writer's hold in soakPauseEvery is a paused
+// process's (contention.pauseEvery), whose late write the fenced store
+// must refuse.
+const soakPauseEvery = 20
 
 // lossMargin is how long before Until() the library signals a loss at the
 // scenarios' settings: a tenth of the TTL, at least one node timeout. The
@@ -326,16 +337,17 @@ func lull(rng *rand.Rand) time.Duration {
 
 // longHolds holds key through the Client in st again and again, each time
 // until the loss is signalled or for 1 to 5 leases (the TTL in use), so
-// that losses get signalled under every fault. The returned stop waits for
-// it to end.
-func longHolds(ctx context.Context, rec *chaos.Recorder, st *seat, key string, lease time.Duration, seed uint64) (stop func()) {
+// that losses get signalled under every fault; each hold writes to store,
+// if not nil, as it starts and as it ends. The returned stop waits for it
+// to end.
+func longHolds(ctx context.Context, rec *chaos.Recorder, store *chaos.FencedStore, st *seat, key string, lease time.Duration, seed uint64) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		rng := rand.New(rand.NewPCG(seed, 0x10a9))
 		for ctx.Err() == nil {
 			c, done := st.take()
-			longHold1(ctx, rec, c, rng, key, lease)
+			longHold1(ctx, rec, store, c, rng, key, lease)
 			done()
 		}
 	})
@@ -345,7 +357,7 @@ func longHolds(ctx context.Context, rec *chaos.Recorder, st *seat, key string, l
 
 // longHold1 makes one acquisition of key through c and, if it won, holds
 // it until the loss is signalled or for 1 to 5 leases.
-func longHold1(ctx context.Context, rec *chaos.Recorder, c *redlock.Client, rng *rand.Rand, key string, lease time.Duration) {
+func longHold1(ctx context.Context, rec *chaos.Recorder, store *chaos.FencedStore, c *redlock.Client, rng *rand.Rand, key string, lease time.Duration) {
 	actx, cancel := context.WithTimeout(ctx, attemptWait)
 	l, err := c.Lock(actx, key, redlock.WithAutoRenew(true))
 	cancel()
@@ -353,5 +365,10 @@ func longHold1(ctx context.Context, rec *chaos.Recorder, c *redlock.Client, rng 
 		return
 	}
 	d := lease + time.Duration(rng.Int64N(int64(4*lease)))
-	rec.Hold(ctx, "long", l, func(ctx context.Context) { pause(ctx, d) })
+	fenced := &contention{store: store}
+	rec.Hold(ctx, "long", l, func(ctx context.Context) {
+		fenced.fencedWrite(l, false)
+		pause(ctx, d)
+		fenced.fencedWrite(l, false)
+	})
 }

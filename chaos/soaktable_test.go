@@ -11,6 +11,9 @@ import (
 type tally struct {
 	episodes, fresh, acquisitions, overlaps, regressions, losses, late int
 	faultTime, worstMargin                                             time.Duration
+
+	fenced                  bool // the soak wrote to a fenced store: the columns below are shown
+	written, refused, stale int  // fenced writes accepted, refused as stale, and stale ones accepted
 }
 
 // noFault names the time between episodes.
@@ -18,8 +21,8 @@ const noFault = "none (between episodes)"
 
 // table returns the soak's figures per kind of fault, as Markdown table rows
 // (faultTable).
-func (s *soak) table(history []chaos.Hold) []string {
-	return faultTable(history, s.episodes, faultKinds(), ttl)
+func (s *soak) table(history []chaos.Hold, writes []chaos.Write) []string {
+	return faultTable(history, writes, s.episodes, faultKinds(), ttl)
 }
 
 // faultTable returns a soak's figures per kind of fault, kinds in order, as
@@ -27,13 +30,15 @@ func (s *soak) table(history []chaos.Hold) []string {
 // started, an overlap or regression for the fault in force when its second
 // hold started, and a loss for the fault in force when it was signalled or
 // up to one lease before (a lease outlives the fault that dooms it by up to
-// one TTL). Fresh clients count for the episode they were drawn with.
-func faultTable(history []chaos.Hold, episodes []episode, kinds []string, lease time.Duration) []string {
+// one TTL). Fresh clients count for the episode they were drawn with. With
+// writes to a fenced store (nil: none, and no such columns), a write
+// counts for the fault in force when it was sent.
+func faultTable(history []chaos.Hold, writes []chaos.Write, episodes []episode, kinds []string, lease time.Duration) []string {
 	rep := chaos.Check(history)
 	tallies := map[string]*tally{}
 	get := func(kind string) *tally {
 		if tallies[kind] == nil {
-			tallies[kind] = &tally{}
+			tallies[kind] = &tally{fenced: writes != nil}
 		}
 		return tallies[kind]
 	}
@@ -61,17 +66,33 @@ func faultTable(history []chaos.Hold, episodes []episode, kinds []string, lease 
 	for _, g := range rep.Regressions {
 		get(kindAt(episodes, g.Next.Start, 0)).regressions++
 	}
-	rows := []string{
-		"| fault | episodes | fault time | fresh clients | acquisitions | overlaps | token regressions | losses signalled (late) | worst loss-signal margin |",
-		"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+	wrep := chaos.CheckWrites(writes)
+	for _, w := range writes {
+		tl := get(kindAt(episodes, w.Start, 0))
+		switch {
+		case w.Accepted:
+			tl.written++
+		case w.Refused:
+			tl.refused++
+		}
 	}
+	for _, w := range wrep.StaleAccepted {
+		get(kindAt(episodes, w.Start, 0)).stale++
+	}
+	head, rule := "| fault | episodes | fault time | fresh clients | acquisitions | overlaps | token regressions | losses signalled (late) | worst loss-signal margin |",
+		"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+	if writes != nil {
+		head, rule = head+" fenced writes accepted | refused as stale | stale accepted |", rule+" ---: | ---: | ---: |"
+	}
+	rows := []string{head, rule}
 	for _, kind := range append(kinds, noFault) {
 		if tl := tallies[kind]; tl != nil {
 			rows = append(rows, tl.row(kind))
 		}
 	}
 	total := &tally{acquisitions: rep.Acquisitions, overlaps: len(rep.Overlaps), regressions: len(rep.Regressions),
-		losses: rep.Losses, late: rep.Late, worstMargin: rep.WorstMargin, episodes: len(episodes)}
+		losses: rep.Losses, late: rep.Late, worstMargin: rep.WorstMargin, episodes: len(episodes),
+		fenced: writes != nil, written: wrep.Accepted, refused: wrep.Refused, stale: len(wrep.StaleAccepted)}
 	for _, e := range episodes {
 		total.faultTime += e.to - e.from
 		total.fresh += e.fresh
@@ -95,8 +116,12 @@ func (tl *tally) row(kind string) string {
 	if tl.losses > 0 {
 		margin = tl.worstMargin.Round(100 * time.Microsecond).String()
 	}
-	return fmt.Sprintf("| %s | %d | %v | %d | %d | %d | %d | %d (%d) | %s |", kind, tl.episodes,
+	row := fmt.Sprintf("| %s | %d | %v | %d | %d | %d | %d | %d (%d) | %s |", kind, tl.episodes,
 		tl.faultTime.Round(time.Second), tl.fresh, tl.acquisitions, tl.overlaps, tl.regressions, tl.losses, tl.late, margin)
+	if tl.fenced {
+		row += fmt.Sprintf(" %d | %d | %d |", tl.written, tl.refused, tl.stale)
+	}
+	return row
 }
 
 func faultKinds() []string {

@@ -33,10 +33,10 @@ func TestStalledHolderIsFenced(t *testing.T) {
 			lab := startLab(t, 5)
 			ctx := testkit.Context(t, 30*time.Second)
 			rec := chaos.NewRecorder()
-			var store chaos.FencedStore
+			store, resourceStore := resource(t, rec)
 			a := newClient(t, lab.Clients(t), redlock.WithAutoRenew(false))
 			if tt.before != nil {
-				tt.before(t, ctx, lab, a, rec, &store)
+				tt.before(t, ctx, lab, a, rec, store)
 			}
 			la, err := a.Lock(ctx, "k")
 			if err != nil {
@@ -45,9 +45,9 @@ func TestStalledHolderIsFenced(t *testing.T) {
 			var lb *redlock.Lock
 			late := true
 			rec.Hold(ctx, "A", la, func(context.Context) {
-				mustWrite(t, &store, "A", la)
+				mustWrite(t, store, "A", la)
 				// The stall: A ignores its loss signal and sleeps through B's hold.
-				lb = tt.takeover(t, ctx, lab, rec, &store)
+				lb = tt.takeover(t, ctx, lab, rec, store)
 				late = store.Write("k", la.Token())
 			})
 			if lb == nil {
@@ -60,8 +60,7 @@ func TestStalledHolderIsFenced(t *testing.T) {
 			if late {
 				t.Errorf("A's write after its stall (token %d) accepted after B's (token %d), want rejected", la.Token(), lb.Token())
 			}
-			acc, rej := store.Counts()
-			t.Logf("fenced store: %d writes accepted, %d rejected", acc, rej)
+			requireFenced(t, store, resourceStore)
 			rep := report(t, rec)
 			requireSafe(t, rep, 1)
 			if rep.Losses != 1 || rep.WorstMargin <= 0 {

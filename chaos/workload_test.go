@@ -30,6 +30,13 @@ type contention struct {
 	maxWork    time.Duration // each hold works a random time in [0, maxWork)
 	many       []string      // kindMany's keys; manyKeys when nil
 	opts       []redlock.Option
+	// store, when set, is the resource: each writer's hold writes to it
+	// as it starts and as it ends (fencedWrite).
+	store *chaos.FencedStore
+	// pauseEvery, when set, makes one writer's hold in pauseEvery (at
+	// random) a paused process's: taken with renewal off, its holder
+	// sleeps past Until(), deaf to the loss signal, then writes.
+	pauseEvery int
 
 	held     atomic.Int32 // holds in progress
 	attempts atomic.Int64 // Lock calls that gave up at their deadline, and refused TryLocks
@@ -83,7 +90,12 @@ func (w *contention) holder(ctx context.Context, s *seat, name string, rng *rand
 // unexpected errors, and returns false after one from Lock.
 func (w *contention) turn(ctx context.Context, c *redlock.Client, name string, rng *rand.Rand, try bool) bool {
 	shared := w.kind == kindReadWrite && rng.IntN(4) > 0 // three readers to a writer
-	l, err := w.acquire(ctx, c, rng, try, shared)
+	paused := w.pauseEvery > 0 && !shared && rng.IntN(w.pauseEvery) == 0
+	opts := w.opts
+	if paused {
+		opts = append(slices.Clone(w.opts), redlock.WithAutoRenew(false))
+	}
+	l, err := w.acquire(ctx, c, rng, try, shared, opts)
 	if err != nil {
 		if !errors.Is(err, redlock.ErrNotObtained) {
 			w.fail(fmt.Errorf("%s: Lock: %w", name, err))
@@ -97,10 +109,25 @@ func (w *contention) turn(ctx context.Context, c *redlock.Client, name string, r
 	if shared {
 		hold = w.rec.HoldShared
 	}
-	err = hold(ctx, name, l, func(ctx context.Context) {
+	err = hold(ctx, name, l, func(hctx context.Context) {
 		w.held.Add(1)
 		defer w.held.Add(-1)
-		pause(ctx, work)
+		w.fencedWrite(l, shared)
+		switch {
+		case paused:
+			// Paused past the end of its validity, and one to two TTLs
+			// more: the others take the lock and write meanwhile, so the
+			// store must refuse the write it makes when it wakes.
+			pause(ctx, time.Until(l.Until())+ttl+time.Duration(rng.Int64N(int64(ttl))))
+		default:
+			pause(hctx, work)
+			if hctx.Err() != nil && ctx.Err() == nil && w.store != nil && rng.IntN(2) == 0 {
+				// Told of the loss, this holder goes on as one paused
+				// past it would, and writes late.
+				pause(ctx, time.Duration(rng.Int64N(int64(ttl))))
+			}
+		}
+		w.fencedWrite(l, shared)
 	})
 	// A loss is recorded by Hold and judged by the checker; an Unlock that
 	// no majority confirmed either way is a fault's normal outcome.
@@ -109,6 +136,22 @@ func (w *contention) turn(ctx context.Context, c *redlock.Client, name string, r
 		w.fail(fmt.Errorf("%s: Unlock: %w", name, err))
 	}
 	return true
+}
+
+// fencedWrite makes a holder's write under l to the contention's store, if
+// it has one: one write per key of l under that key's token (a permit's
+// under <name>#<permit>, as the Recorder names it); a reader writes
+// nothing.
+func (w *contention) fencedWrite(l *redlock.Lock, shared bool) {
+	switch {
+	case w.store == nil || shared:
+	case l.Permit() >= 0:
+		w.store.Write(fmt.Sprintf("%s#%d", l.Key(), l.Permit()), l.Token())
+	default:
+		for _, k := range l.Keys() {
+			w.store.Write(k, l.TokenOf(k))
+		}
+	}
 }
 
 // A holdKind is what a contention's holders take.
@@ -128,7 +171,7 @@ const permitLimit = 2
 
 // acquire makes one acquisition of w's kind — shared, for a reader — bounded
 // by attemptWait, or one Try attempt after a short pause.
-func (w *contention) acquire(ctx context.Context, c *redlock.Client, rng *rand.Rand, try, shared bool) (*redlock.Lock, error) {
+func (w *contention) acquire(ctx context.Context, c *redlock.Client, rng *rand.Rand, try, shared bool, opts []redlock.Option) (*redlock.Lock, error) {
 	if try {
 		pause(ctx, tryPace)
 	} else {
@@ -145,21 +188,21 @@ func (w *contention) acquire(ctx context.Context, c *redlock.Client, rng *rand.R
 		rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 		keys = keys[:1+rng.IntN(3)]
 		if try {
-			return c.TryLockMany(ctx, keys, w.opts...)
+			return c.TryLockMany(ctx, keys, opts...)
 		}
-		return c.LockMany(ctx, keys, w.opts...)
+		return c.LockMany(ctx, keys, opts...)
 	case w.kind == kindPermit && try:
-		return c.TryAcquire(ctx, w.key, permitLimit, w.opts...)
+		return c.TryAcquire(ctx, w.key, permitLimit, opts...)
 	case w.kind == kindPermit:
-		return c.Acquire(ctx, w.key, permitLimit, w.opts...)
+		return c.Acquire(ctx, w.key, permitLimit, opts...)
 	case shared && try:
-		return c.TryRLock(ctx, w.key, w.opts...)
+		return c.TryRLock(ctx, w.key, opts...)
 	case shared:
-		return c.RLock(ctx, w.key, w.opts...)
+		return c.RLock(ctx, w.key, opts...)
 	case try:
-		return c.TryLock(ctx, w.key, w.opts...)
+		return c.TryLock(ctx, w.key, opts...)
 	}
-	return c.Lock(ctx, w.key, w.opts...)
+	return c.Lock(ctx, w.key, opts...)
 }
 
 // tryPace is the pause before each TryLock of a contention.

@@ -177,7 +177,8 @@
 // its validity — from writing afterwards. Fencing tokens close that gap:
 // Token() grows with each holding of a key, and a store that rejects writes
 // carrying a token smaller than the largest it has seen rejects the late
-// writer.
+// writer. Package fence is such a store on Redis, and fence/sqlfence a row
+// checked inside the caller's SQL transaction.
 //
 // # Restarts
 //

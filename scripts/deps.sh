@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a Debian machine when it is missing:
-# redis-server (the real masters of the test lab) and faketime (the chaos
-# lab's fast-clock master). Go itself is expected to be installed.
+# redis-server (the real masters of the test lab), faketime (the chaos
+# lab's fast-clock master) and postgresql (the server fence/sqlfence's tests
+# start themselves). Go itself is expected to be installed.
 set -euo pipefail
 missing=()
 # faketime (chaos: a master with a fast clock) hangs jemalloc, which Debian's
@@ -9,11 +10,14 @@ missing=()
 ldconfig -p 2>/dev/null | grep -q libtcmalloc_minimal.so.4 || missing+=(libtcmalloc-minimal4)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v faketime >/dev/null 2>&1 || missing+=(faketime)
+# Debian keeps initdb and pg_ctl off PATH, in /usr/lib/postgresql/<v>/bin.
+command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 [ ${#missing[@]} -eq 0 ] && exit 0
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 echo "installing: ${missing[*]}"
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
-# The Debian package may start a system-wide server on 6379; the tests start
-# their own on free ports, so it is not needed.
+# The Debian packages may start system-wide servers (redis on 6379,
+# postgresql on 5432); the tests start their own on free ports, so they are
+# not needed.
