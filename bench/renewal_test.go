@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -21,15 +22,18 @@ var (
 	flagRenewTTL   = flag.Duration("renew.ttl", 3*time.Second, "TestRenewalScale: their TTL")
 	flagRenewHold  = flag.Duration("renew.hold", 30*time.Second, "TestRenewalScale: how long they are held")
 	flagRenewNodeT = flag.Duration("renew.nodetimeout", 0, "TestRenewalScale: the Client's node timeout (0: the library's default)")
+	flagRenewHogs  = flag.Int("renew.hogs", 0, "TestRenewalScale: processes spinning on the CPU beside it, from before the first lock (issue 25: 3)")
 )
 
 // TestRenewalScale holds many auto-renewed locks on one Client for a while
 // and reports what the watchdog costs: extend script calls per renewal
 // period (the masters' EVALSHA count), the client's CPU per period, and its
 // memory per held lock. It fails if a lock is lost or if the calls exceed
-// 1.2 × nodes × ⌈locks/100⌉ per period (issue 10).
+// 1.2 × nodes × ⌈locks/100⌉ per period (issue 10). With -renew.hogs, that
+// many processes spin on the CPU throughout, as on a busy host (issue 25).
 func TestRenewalScale(t *testing.T) {
 	lab := startLab(t)
+	testkit.BurnCPU(t, *flagRenewHogs)
 	nodes := lab.Clients(t)
 	obs := &renewalObserver{renewFails: map[string]int{}, nodeFails: map[string]int{}}
 	opts := []redlock.Option{redlock.WithTTL(*flagRenewTTL), redlock.WithObserver(obs)}
@@ -83,7 +87,7 @@ func TestRenewalScale(t *testing.T) {
 	periods := float64(held) / float64(period)
 	perPeriod := float64(calls1-calls0) / periods
 	limit := 1.2 * float64(len(nodes)) * float64((len(locks)+99)/100)
-	t.Logf("renewal scale: %d locks, TTL %v, held %v on %d masters", len(locks), *flagRenewTTL, held.Round(time.Millisecond), len(nodes))
+	t.Logf("renewal scale: %d locks, TTL %v, held %v on %d masters, %d CPU hogs, load average %s", len(locks), *flagRenewTTL, held.Round(time.Millisecond), len(nodes), *flagRenewHogs, loadavg())
 	t.Logf("  extend script calls per renewal period (%v): %.0f (limit %.0f; unbatched: %d)", period, perPeriod, limit, len(nodes)*len(locks))
 	t.Logf("  client CPU per renewal period: %v (%.1f%% of one core)", (cpu1-cpu0)/time.Duration(periods), 100*float64(cpu1-cpu0)/float64(held))
 	t.Logf("  client heap per held lock: %d bytes", int64(m1.HeapAlloc-m0.HeapAlloc)/int64(len(locks)))

@@ -27,9 +27,8 @@ func (c *Client) extendRound(ctx context.Context, locks []*Lock, repair bool) []
 	r := round[[]quorum.Vote[bool]](c, cfg)
 	if repair {
 		// The watchdog's rounds carry many locks and are off every caller's
-		// path: a node that is slow for a moment (a loaded server, a batch of
-		// a hundred) should not cost a hundred renewals.
-		r.Timeout = cfg.renewTimeout()
+		// path: they wait as long as an answer can still keep a lock.
+		r.Timeout = watchdogTimeout(locks)
 	}
 	r.Decided = func(t *quorum.Tally[[]quorum.Vote[bool]]) bool { return everySettled(t, len(locks)) }
 	r.Late = func(n int, v quorum.Vote[[]quorum.Vote[bool]]) { releaseLateRepairs(c, locks, n, v) }

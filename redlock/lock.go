@@ -72,7 +72,7 @@ func (a *acquisition) newLock(ctx context.Context, f fencing, until time.Time, w
 	l.expiry = cfg.clock.AfterFunc(l.untilLoss(), l.expire)
 	l.mu.Unlock()
 	if cfg.autoRenew {
-		c.renewals.schedule(l, cfg.renewEvery())
+		c.renewals.schedule(l, l.renewIn())
 	}
 	return l
 }
@@ -274,6 +274,19 @@ func (l *Lock) setUntil(until time.Time) {
 // untilLoss is the time left before the lock must be declared lost. l.mu held.
 func (l *Lock) untilLoss() time.Duration {
 	return l.until.Add(-l.cfg.lossMargin()).Sub(l.cfg.clock.Now())
+}
+
+// renewIn is how long from now l's next renewal is due: one renewal period
+// after the start of the round that granted its validity (Until − TTL +
+// drift), not after that round's end. The time a slow round took — a
+// loaded master, a process short of CPU — is spent from the validity
+// already, and must not be waited out a second time before the next
+// renewal; it is negative when that renewal is overdue.
+func (l *Lock) renewIn() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	granted := l.until.Add(l.cfg.drift() - l.cfg.ttl)
+	return granted.Add(l.cfg.renewEvery()).Sub(l.cfg.clock.Now())
 }
 
 // expire runs when the lock's validity is about to end without a renewal.

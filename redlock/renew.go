@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"container/heap"
-	"context"
 	"errors"
 	"strings"
 	"sync"
@@ -78,10 +77,12 @@ func (r *renewer) arm() {
 	r.armed = true
 }
 
-// fire takes the locks due, and renews them in batches, at most
-// renewRounds of them at once per shard (byShard): a burst of rounds would
-// queue on the redis clients' pools and time out together, and the rounds
-// of a slow shard must not hold up the others'.
+// fire takes the locks due, and renews them in batches, all at once, per
+// shard (byShard), so that the rounds of a slow shard do not hold up the
+// others'. The rounds' calls to one master go out together through its
+// pipe, most urgent first: a bound on the rounds in flight would only make
+// the last batches wait for the first ones' answers — on a host short of
+// CPU, long enough for their leases to run out.
 func (r *renewer) fire() {
 	if !r.c.begin() {
 		return
@@ -89,27 +90,13 @@ func (r *renewer) fire() {
 	defer r.c.end()
 	var wg sync.WaitGroup
 	for _, batches := range r.c.byShard(r.take()) {
-		wg.Add(1)
-		r.c.spawn(func() {
-			defer wg.Done()
-			r.c.renewAll(batches)
-		})
-	}
-	wg.Wait()
-}
-
-// renewAll renews batches, at most renewRounds of them at once.
-func (c *Client) renewAll(batches [][]*Lock) {
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, renewRounds)
-	for _, batch := range batches {
-		slots <- struct{}{}
-		wg.Add(1)
-		c.spawn(func() {
-			defer wg.Done()
-			c.renewBatch(batch)
-			<-slots
-		})
+		for _, batch := range batches {
+			wg.Add(1)
+			r.c.spawn(func() {
+				defer wg.Done()
+				r.c.renewBatch(batch)
+			})
+		}
 	}
 	wg.Wait()
 }
@@ -162,9 +149,6 @@ func (c *Client) shardOf(key string) string {
 	return b.String()
 }
 
-// renewRounds bounds the batched renewal rounds of one Client in flight.
-const renewRounds = 4
-
 // take removes from the schedule every lock due within a quarter of its
 // period, and groups them into batches that can share a round.
 func (r *renewer) take() [][]*Lock {
@@ -182,32 +166,8 @@ func (r *renewer) take() [][]*Lock {
 		heap.Remove(&r.queue, l.slot)
 	}
 	r.arm()
+	byUrgency(due)
 	return batches(due)
-}
-
-// batches groups locks by what their round shares — node timeout,
-// retention, restart detection — in groups of at most maxBatch.
-func batches(locks []*Lock) [][]*Lock {
-	type shape struct {
-		timeout, retention time.Duration
-		detect             bool
-	}
-	groups := map[shape][]*Lock{}
-	var order []shape
-	for _, l := range locks {
-		k := shape{l.cfg.nodeTimeout, l.cfg.retention, l.cfg.detectRestarts()}
-		if groups[k] == nil {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], l)
-	}
-	var out [][]*Lock
-	for _, k := range order {
-		for g := groups[k]; len(g) > 0; g = g[min(len(g), maxBatch):] {
-			out = append(out, g[:min(len(g), maxBatch)])
-		}
-	}
-	return out
 }
 
 // renewBatch extends locks through one round, with repair: a node that lost
@@ -232,13 +192,15 @@ func (c *Client) renewBatch(locks []*Lock) {
 	if len(held) == 0 {
 		return
 	}
-	outcomes := c.extendRound(context.Background(), held, true)
+	ctx, stop := c.untilClose()
+	outcomes := c.extendRound(ctx, held, true)
+	stop()
 	for i, l := range held {
 		err := outcomes[i]
 		l.cfg.observers.renewed(l.observed, l.key, err)
 		switch {
 		case err == nil:
-			c.renewals.schedule(l, l.cfg.renewEvery())
+			c.renewals.schedule(l, l.renewIn())
 		case errors.Is(err, ErrLockLost), l.Err() != nil:
 			// The lock ended; terminate took it out of the schedule.
 		default:
