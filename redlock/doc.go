@@ -191,10 +191,12 @@
 // restart guard; this is how a Client learns it without being told.
 //
 // Every grant (and repair) of a writer's lock or a permit records its TTL
-// in the lock itself (its field "ttl", the longest among its holds), so the
-// record lives exactly as long as the lease; readers record none, and a
-// node that live readers hold reports its record as unknown, read as
-// MaxRestartGuard. While a Client knows a node to be young — up for less
+// in the lock itself (its field "ttl", the longest among its holds, nested
+// ones included), so the record lives exactly as long as the lease;
+// readers record none, and a node that live readers hold reports its
+// record as unknown, read as MaxRestartGuard. A node reports the longest
+// record of everything it holds on the keys asked, whatever it answers:
+// for a semaphore, of every permit, not only the one it grants. While a Client knows a node to be young — up for less
 // than MaxRestartGuard (or the acquisition's TTL, if longer) and not
 // vouched for — every node it asks reports the record of the keys asked,
 // grants and refusals alike (and its start, if new to the Client); a young node's grant waits for the
@@ -206,8 +208,9 @@
 // Why the records suffice: let L be a lease still valid, lost by a young
 // node that grants. If L's TTL is at most MaxRestartGuard, a node of L's
 // majority that is old (up for MaxRestartGuard, or vouched for) has not
-// restarted since L's last write there, so it still holds L: it refuses,
-// and reports L's TTL (or, for readers, MaxRestartGuard). So whenever a
+// restarted since L's last write there, so it still holds L: it refuses
+// — or, for a semaphore, may grant another permit — and either way
+// reports L's TTL (or, for readers, MaxRestartGuard). So whenever a
 // node that still holds L answers — an old node of L's majority always
 // does — the guard covers L. What remains is a lease that every node
 // still holding it fails to report: its whole majority lost it (masters
