@@ -154,6 +154,7 @@ func (s *shardSoak) moveSlot(key string) {
 // ends the probe.
 func (s *shardSoak) staleTakeover() (stop func()) {
 	shard, members := s.pickShard()
+	rotate := s.rng.IntN(2) == 0
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, i := range members {
@@ -166,6 +167,10 @@ func (s *shardSoak) staleTakeover() (stop func()) {
 		}
 	}
 	_, stop = s.probe(shard)
+	staleStop := func() {}
+	if rotate {
+		staleStop = s.staleHold(shard)
+	}
 	pause(ctx, shardSoakTTL/2+time.Duration(s.rng.Int64N(int64(shardSoakTTL))))
 	errs := make([]error, len(members))
 	var wg sync.WaitGroup
@@ -181,9 +186,9 @@ func (s *shardSoak) staleTakeover() (stop func()) {
 		s.t.Fatalf("sharded soak: %v", err)
 	}
 	s.promoted += len(members)
-	if s.rng.IntN(2) == 0 {
+	if rotate {
 		heal, probeStop := s.rotateAfterTakeover(ctx, shard, members), stop
-		return func() { heal(); probeStop() }
+		return func() { heal(); staleStop(); probeStop() }
 	}
 	return stop
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,7 +124,11 @@ type shardSoak struct {
 	moved    int // slot moves, one per member
 	promoted int // stale replicas promoted
 	rotated  int // of them, those that rotated their replication IDs (rotateAfterTakeover)
-	probes   int // probe keys held through a fault (probe)
+	// staleHolds counts the unrenewed holds through a rotation (staleHold),
+	// staleGrants their rivals' grants.
+	staleHolds  int
+	staleGrants atomic.Int64
+	probes      int // probe keys held through a fault (probe)
 }
 
 // workloads returns the holders, over the soak's seats and into its
@@ -209,8 +214,8 @@ func (s *shardSoak) report(lag *lagLog, ws []*contention) {
 	for _, e := range s.episodes {
 		fresh += e.fresh
 	}
-	t.Logf("worst timer lateness in this process during the soak: %v; %d fresh clients drawn; %d slot moves; %d stale replicas promoted, %d of them then rotating their replication IDs; %d probes held through a fault; %d dials to an unknown address",
-		lag.max().Round(time.Millisecond), fresh, s.moved, s.promoted, s.rotated, s.probes, s.m.stray.Load())
+	t.Logf("worst timer lateness in this process during the soak: %v; %d fresh clients drawn; %d slot moves; %d stale replicas promoted, %d of them then rotating their replication IDs (%d unrenewed holds through it, %d grants to their rivals); %d probes held through a fault; %d dials to an unknown address",
+		lag.max().Round(time.Millisecond), fresh, s.moved, s.promoted, s.rotated, s.staleHolds, s.staleGrants.Load(), s.probes, s.m.stray.Load())
 	rep := report(t, s.rec)
 	for _, o := range rep.Overlaps[:min(10, len(rep.Overlaps))] {
 		t.Logf("overlap (seed %d) during %q: %v then %v, by %v", *soakSeed, kindAt(s.episodes, o.Second.Start, 0), o.First, o.Second, o.By)
