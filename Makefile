@@ -60,12 +60,14 @@ bench: deps
 	cd bench && $(GO) test -run '^(TestSideBySide|TestRenewalScale|TestManyKeysCost)$$' -v -count=1 -timeout 20m . -args $(BENCH_FLAGS)
 
 # Chaos soak: random faults (crashes, restarts, paused masters, a majority
-# down, latency, blackholes, lost replies, partitions) from a seeded RNG under
-# contention, every hold checked for overlaps; prints the per-fault table of
-# docs/CHAOS.md. Then the same for members that are 3-shard Redis Clusters
-# (TestShardSoak, as long again, with replicas and stale replicas promoted
-# by TAKEOVER; SOAK_TAKEOVER=0 leaves both out). E.g. make chaos
-# SOAK_DUR=10m SOAK_SEED=7.
+# down, latency, blackholes, lost replies, partitions, a semaphore split over
+# a master restarted empty) from a seeded RNG under contention, every hold
+# checked for overlaps; prints the per-fault table of docs/CHAOS.md. Then the
+# same for members that are 3-shard Redis Clusters (TestShardSoak, as long
+# again, with replicas and stale replicas promoted by TAKEOVER, every other
+# time then rotating their replication IDs; SOAK_TAKEOVER=0 leaves both
+# out). SOAK_ONLY=text keeps the faults whose name contains text. E.g. make
+# chaos SOAK_DUR=10m SOAK_SEED=7.
 SOAK_DUR ?= 5m
 SOAK_SEED ?= 1
 .PHONY: chaos

@@ -146,12 +146,15 @@ func (s *shardSoak) moveSlot(key string) {
 // then promotes it with TAKEOVER in those members at once: the promoted
 // node lacks every write since the cut, the locks granted or renewed
 // meanwhile included (and a lease older than the cut may have run out
-// there). At once: one member after another, a holder's renewal would put
+// there). Every other time the promoted servers are then left without a
+// replica to rotate their replication IDs (rotateAfterTakeover). At once:
+// one member after another, a holder's renewal would put
 // its lock back on the first promoted node before the second is. A probe,
 // locked once the replicas are cut, is held through it; the returned stop
 // ends the probe.
 func (s *shardSoak) staleTakeover() (stop func()) {
 	shard, members := s.pickShard()
+	rotate := s.rng.IntN(2) == 0
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, i := range members {
@@ -164,6 +167,10 @@ func (s *shardSoak) staleTakeover() (stop func()) {
 		}
 	}
 	_, stop = s.probe(shard)
+	staleStop := func() {}
+	if rotate {
+		staleStop = s.staleHold(shard)
+	}
 	pause(ctx, shardSoakTTL/2+time.Duration(s.rng.Int64N(int64(shardSoakTTL))))
 	errs := make([]error, len(members))
 	var wg sync.WaitGroup
@@ -179,5 +186,9 @@ func (s *shardSoak) staleTakeover() (stop func()) {
 		s.t.Fatalf("sharded soak: %v", err)
 	}
 	s.promoted += len(members)
+	if rotate {
+		heal, probeStop := s.rotateAfterTakeover(ctx, shard, members), stop
+		return func() { heal(); staleStop(); probeStop() }
+	}
 	return stop
 }

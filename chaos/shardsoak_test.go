@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,8 +31,8 @@ const (
 // and moved slots"): half the servers, for a lighter run.
 const takeoverEnv = "SOAK_TAKEOVER"
 
-// onlyEnv, when set, keeps only the faults whose kind contains it: a
-// reproduction of one fault row (e.g. SOAK_ONLY="at once").
+// onlyEnv, when set, keeps only the faults whose kind contains it, in
+// either soak: a reproduction of one fault row (e.g. SOAK_ONLY="at once").
 const onlyEnv = "SOAK_ONLY"
 
 // TestShardSoak is TestSoak on three members that are each a Redis Cluster
@@ -41,7 +42,9 @@ const onlyEnv = "SOAK_ONLY"
 // once, frozen (SIGSTOP), slowed, blackholed, and a slot of a held key
 // moved to another shard (in one to three members), and a replica cut off
 // from its primary and then promoted by CLUSTER FAILOVER TAKEOVER without
-// what it missed (unless SOAK_TAKEOVER=0: then no replicas either). Every client sets the restart
+// what it missed, every other time then left without a replica until it
+// rotates its replication ID (unless SOAK_TAKEOVER=0: then no replicas
+// either). Every client sets the restart
 // guard to the soak's TTL, as TestSoak does, for the same reason: restarts
 // every few seconds keep every primary young. The history must have no
 // overlap and no token regression, and every replaced Client must close;
@@ -120,7 +123,12 @@ type shardSoak struct {
 	episodes []episode
 	moved    int // slot moves, one per member
 	promoted int // stale replicas promoted
-	probes   int // probe keys held through a fault (probe)
+	rotated  int // of them, those that rotated their replication IDs (rotateAfterTakeover)
+	// staleHolds counts the unrenewed holds through a rotation (staleHold),
+	// staleGrants their rivals' grants.
+	staleHolds  int
+	staleGrants atomic.Int64
+	probes      int // probe keys held through a fault (probe)
 }
 
 // workloads returns the holders, over the soak's seats and into its
@@ -206,8 +214,8 @@ func (s *shardSoak) report(lag *lagLog, ws []*contention) {
 	for _, e := range s.episodes {
 		fresh += e.fresh
 	}
-	t.Logf("worst timer lateness in this process during the soak: %v; %d fresh clients drawn; %d slot moves; %d stale replicas promoted; %d probes held through a fault; %d dials to an unknown address",
-		lag.max().Round(time.Millisecond), fresh, s.moved, s.promoted, s.probes, s.m.stray.Load())
+	t.Logf("worst timer lateness in this process during the soak: %v; %d fresh clients drawn; %d slot moves; %d stale replicas promoted, %d of them then rotating their replication IDs (%d unrenewed holds through it, %d grants to their rivals); %d probes held through a fault; %d dials to an unknown address",
+		lag.max().Round(time.Millisecond), fresh, s.moved, s.promoted, s.rotated, s.staleHolds, s.staleGrants.Load(), s.probes, s.m.stray.Load())
 	rep := report(t, s.rec)
 	for _, o := range rep.Overlaps[:min(10, len(rep.Overlaps))] {
 		t.Logf("overlap (seed %d) during %q: %v then %v, by %v", *soakSeed, kindAt(s.episodes, o.Second.Start, 0), o.First, o.Second, o.By)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"flag"
 	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,9 +30,11 @@ var (
 // detection on, the default), paused masters, a majority down, latency,
 // blackholes, a majority blinking (blackholed 100–300 ms at a time), a
 // master frozen while a Client closes (which must return within a second),
-// lost replies and partitioned clients. Every client sets the restart
-// guard to the soak's one TTL (WithRestartGuard), as an operator who knows
-// the longest TTL in use may: restarts come every few seconds here, so
+// lost replies, partitioned clients, and a semaphore split over a master
+// restarted empty, tried by a fresh Client with the default guard
+// (permitSplit). Every client of the contention sets the restart guard to
+// the soak's one TTL (WithRestartGuard), as an operator who knows the
+// longest TTL in use may: restarts come every few seconds here, so
 // within a minute every master is young, and the default guard — learnt
 // from the masters that did not restart, MaxRestartGuard when none answers —
 // would keep most rounds waiting (a 2-minute run at the default made 612
@@ -56,7 +61,9 @@ func TestSoak(t *testing.T) {
 	// the protected resource, which accepts no stale write (requireFenced).
 	store, resourceStore := resource(t, w.rec)
 	w.store, w.pauseEvery = store, soakPauseEvery
-	s := &soak{t: t, lab: lab, m: m, w: w, rng: rand.New(rand.NewPCG(*soakSeed, 0x50a4))}
+	only := os.Getenv(onlyEnv)
+	s := &soak{t: t, lab: lab, m: m, w: w, rng: rand.New(rand.NewPCG(*soakSeed, 0x50a4)),
+		faults: slices.DeleteFunc(slices.Clone(faults), func(f fault) bool { return !strings.Contains(f.kind, only) })}
 	closeAll := closeSeats(t, w)
 	t.Cleanup(closeAll) // after the holders stopped (Cleanup runs last-in first-out)
 	ctx := testkit.Context(t, *soakDur+5*time.Minute)
@@ -90,8 +97,8 @@ func TestSoak(t *testing.T) {
 	t.Logf("worst timer lateness in this process during the soak: %v; %d fresh clients drawn",
 		lag.max().Round(time.Millisecond), s.drawn())
 	closes, worst := s.checkCloses(t, lag)
-	t.Logf("%d blinks of a majority; %d Clients closed with a master frozen, the slowest Close %v",
-		s.blinked.Load(), closes, worst.Round(time.Millisecond))
+	t.Logf("%d blinks of a majority; %d Clients closed with a master frozen, the slowest Close %v; %d split semaphores, %d grants to their prober",
+		s.blinked.Load(), closes, worst.Round(time.Millisecond), s.splits.Load(), s.splitGrants.Load())
 	rep := report(t, w.rec)
 	if len(rep.Regressions) > 0 {
 		t.Errorf("%d token regressions, want 0", len(rep.Regressions))
@@ -160,9 +167,13 @@ type soak struct {
 	m        *mesh
 	w        *contention
 	rng      *rand.Rand
+	faults   []fault // those of SOAK_ONLY (onlyEnv), or all
 	episodes []episode
 	blinked  atomic.Int64 // blinks of a majority (blinks)
-	closes   []closing    // Close under a frozen master (frozenClose)
+	// splits counts the split semaphores whose shared master restarted
+	// (permitSplit), splitGrants the prober's grants after it.
+	splits, splitGrants atomic.Int64
+	closes              []closing // Close under a frozen master (frozenClose)
 }
 
 // An episode is one fault, from its injection to its healing, on the
@@ -234,6 +245,9 @@ var faults = []fault{
 	{"master frozen at Close", 0, noRestart, func(s *soak) func() {
 		return s.frozenClose(s.pick(1, 1)[0], s.rng.IntN(len(s.m.proxies)))
 	}},
+	{"semaphore split, shared master restarted empty", splitTTL, atInject, func(s *soak) func() {
+		return s.permitSplit()
+	}},
 	{"partitioned clients", 0, noRestart, func(s *soak) func() {
 		for c := range s.m.proxies {
 			s.m.reach(c, s.pick(2, 5)...)
@@ -246,7 +260,7 @@ var faults = []fault{
 // clients replace 1 to 3 of the clients right after a restart, and one
 // client after a third of the other episodes.
 func (s *soak) episode(ctx context.Context, rec *chaos.Recorder) {
-	f := faults[s.rng.IntN(len(faults))]
+	f := s.faults[s.rng.IntN(len(s.faults))]
 	e := episode{kind: f.kind, from: rec.Now()}
 	heal := f.inject(s)
 	if f.restarts == atInject {

@@ -192,10 +192,12 @@
 // restart guard; this is how a Client learns it without being told.
 //
 // Every grant (and repair) of a writer's lock or a permit records its TTL
-// in the lock itself (its field "ttl", the longest among its holds), so the
-// record lives exactly as long as the lease; readers record none, and a
-// node that live readers hold reports its record as unknown, read as
-// MaxRestartGuard. While a Client knows a node to be young — up for less
+// in the lock itself (its field "ttl", the longest among its holds, nested
+// ones included), so the record lives exactly as long as the lease;
+// readers record none, and a node that live readers hold reports its
+// record as unknown, read as MaxRestartGuard. A node reports the longest
+// record of everything it holds on the keys asked, whatever it answers:
+// for a semaphore, of every permit, not only the one it grants. While a Client knows a node to be young — up for less
 // than MaxRestartGuard (or the acquisition's TTL, if longer) and not
 // vouched for — every node it asks reports the record of the keys asked,
 // grants and refusals alike (and its start, if new to the Client); a young node's grant waits for the
@@ -207,8 +209,9 @@
 // Why the records suffice: let L be a lease still valid, lost by a young
 // node that grants. If L's TTL is at most MaxRestartGuard, a node of L's
 // majority that is old (up for MaxRestartGuard, or vouched for) has not
-// restarted since L's last write there, so it still holds L: it refuses,
-// and reports L's TTL (or, for readers, MaxRestartGuard). So whenever a
+// restarted since L's last write there, so it still holds L: it refuses
+// — or, for a semaphore, may grant another permit — and either way
+// reports L's TTL (or, for readers, MaxRestartGuard). So whenever a
 // node that still holds L answers — an old node of L's majority always
 // does — the guard covers L. What remains is a lease that every node
 // still holding it fails to report: its whole majority lost it (masters
@@ -292,43 +295,67 @@
 // write it missed: neither its uptime nor its run_id shows anything. So a
 // server counts for a slot only from when it took the slot over. Each slot
 // has an owner record (quorumlock:slot-owner:{tag}, declared after the
-// trust record), naming the primary that serves it — node ID and
-// master_replid — and since when, on its own clock. A promotion gives the
-// server a new master_replid (Redis shifts it at every promotion, and at
-// every start), and a slot moved by resharding brings the previous owner's
-// record along: either way the record no longer names the server, and the
-// first script it runs for the slot starts the record again from now. A
-// missing record starts from now on a server that has ever been a replica
-// since it started (INFO replication: second_repl_offset), and from the
-// process's start on one that has been a primary all along. Every reply
-// says how long its server has served the slot, and the grant is judged as
-// if the server had started then: a promoted replica, fresh or stale, sits
-// out the guard for that slot, as a restarted primary does, while the
-// member's other shards keep counting. TrustStart writes each slot's
-// record with "since 0" for the primary it vouches, and its replication
-// ID: a replica promoted later, or the vouched primary itself promoted
-// back after a failover, has another one. The cost is one INFO
-// replication and one HMGET per script on a cluster member (about 2.5 µs
-// of server time); a plain master is untouched.
+// trust record), naming the primary that serves it — node ID,
+// master_replid and config epoch (CLUSTER INFO: cluster_my_epoch) — and
+// since when, on its own clock. A script reads it (prelude.lua:
+// served_ms):
 //
-// What the owner records assume, besides the above: the superseded
-// primary stops taking writes by the time the promoted one's guard ends —
-// it does once it hears of the promotion (milliseconds, over the cluster
-// bus); a primary cut off from the rest of its cluster keeps taking
-// writes from clients that still reach it until cluster-node-timeout, so
+//   - It names this server and its master_replid: the server has served
+//     the slot since the record says.
+//   - It names this server and its config epoch, under another
+//     master_replid: the same term, the record keeps its since. A
+//     primary's master_replid changes without a failover when it frees
+//     its backlog after repl-backlog-ttl with no replica (it then rotates
+//     the ID, and second_repl_offset goes back to -1) and when its process
+//     restarts (whose start the guard covers anyway; a restart without
+//     data takes the record with it).
+//   - It names another server, or this one under another config epoch: a
+//     failover or a moved slot. The record starts again from now.
+//   - It is missing: it starts from now, or from the process's start on a
+//     server that has been a primary since it started — no second
+//     replication ID and no replication stream ever received
+//     (second_repl_offset -1, total_net_repl_input_bytes 0).
+//
+// Every reply says how long its server has served the slot, and the grant
+// is judged as if the server had started then: a promoted replica, fresh
+// or stale, sits out the guard for that slot, as a restarted primary does,
+// while the member's other shards keep counting. TrustStart writes each
+// slot's record with "since 0" for the primary it vouches, its replication
+// ID and its config epoch. The cost is one INFO replication and one HMGET
+// per script on a cluster member (about 2.5 µs of server time); CLUSTER
+// INFO (which walks the 16384 slots) and INFO stats only when a record is
+// written anew; a plain master is untouched. Scripts on a cluster member
+// need CLUSTER MYID and CLUSTER INFO besides what Restarts needs.
+//
+// What the owner records assume, besides the above: Redis gives a server
+// a new config epoch, larger than any its cluster has seen, whenever it
+// is promoted (a failover of any kind, an election), and when it imports a
+// slot (CLUSTER SETSLOT … NODE on the importing node) unless its epoch is
+// already the largest. A primary loses its slots only to a promotion or by
+// migration, and regains them only by a promotion of its own or by
+// migration, which brings the keys and their record along. So a record
+// naming a server and its current epoch was written in the server's
+// current term as a primary, and the server has not been a replica since:
+// it missed nothing of what it granted. The superseded primary stops
+// taking writes by the time the promoted one's guard ends — it does once
+// it hears of the promotion (milliseconds, over the cluster bus); a
+// primary cut off from the rest of its cluster keeps taking writes from
+// clients that still reach it until cluster-node-timeout, so
 // WithRestartGuard should then exceed the longest TTL by that much. A
 // TAKEOVER on one side of a partition whose other side keeps its primary
 // serving clients is two primaries for one slot — no lock survives that.
-// A server with no replica for repl-backlog-ttl (1 h) rotates its
-// master_replid: its slots then start again from the process's start, so
-// a stale replica promoted more than an hour before it first serves a
-// slot, with a lease longer than that, is not covered. Slots of a lost
-// shard given to another primary without their data (CLUSTER ADDSLOTS,
-// redis-cli --cluster fix) are a restart without data that no record
-// shows: give them only once the longest TTL in use has passed since the
-// shard was lost. Every failover, clean or not, costs the promoted server's
-// slots one guard; a lock held there is kept by its other members, and
-// renewals repair it on the promoted server.
+// Not covered: a replica that never received anything from its primary
+// since its own process started, promoted to serve a slot of which it
+// holds no record, counts from its process's start, its data what it
+// loaded then; CONFIG RESETSTAT on a promoted server before its slots have
+// records hides that it was a replica. Slots of a lost shard given to
+// another primary without their data (CLUSTER ADDSLOTS, redis-cli
+// --cluster fix) are a restart without data that no record shows: give
+// them only once the longest TTL in use has passed since the shard was
+// lost. Every failover, clean or not, costs the promoted server's slots
+// one guard; a lock held there is kept by its other members, and renewals
+// repair it on the promoted server. Records written by a version without
+// the epoch start again from now when the replication ID changes.
 //
 // # One cluster, one member
 //

@@ -15,9 +15,9 @@
 -- Returns {1, token, permit, start_info...} when granted (its TTL recorded
 -- in the permit, raise_ttl); {0, the shortest remaining lease of the
 -- permits held by others, start_info...} when refused (0 when a permit is
--- free but live waiters ahead of us need every free one); {-1,
--- recorded limit} when holders of another limit hold a permit here — nothing
--- is written then.
+-- free but live waiters ahead of us need every free one); {-1, recorded
+-- limit} when holders of another limit hold a permit here — nothing is
+-- written then. Either start_info's TTL record covers every permit.
 local L, prefer, permit_prefix = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10]
 local queue, leases, record = KEYS[2 * L + 1], KEYS[2 * L + 2], KEYS[2 * L + 3]
 trust_key, owner_key = KEYS[2 * L + 4], KEYS[2 * L + 5]
@@ -43,9 +43,24 @@ for j = 1, L do
   end
 end
 
+-- longest is the TTL record this node reports, refusing or granting: the
+-- longest among every permit held here (-1 if any is unknown, lease_ttl),
+-- not the granted one's alone. A node may grant one permit while it holds
+-- another's lease that a restarted node lost (issue 25): a guard short of
+-- that lease would count the restarted node's grant of the lost permit.
+local function longest()
+  local m = 0
+  for j = 1, L do
+    local v = lease_ttl(KEYS[j])
+    if v < 0 then return -1 end
+    m = math.max(m, v)
+  end
+  return m
+end
+
 local t = redis.call('TIME')
 local function granted(j, token)
-  return with_start({1, token, j - 1}, t, function() return lease_ttl(KEYS[j]) end)
+  return with_start({1, token, j - 1}, t, longest)
 end
 
 local ends = server_ms(t) + tonumber(ttl)
@@ -73,15 +88,7 @@ end
 if ahead >= L - held then
   join_line(queue, leases, owner)
   if held < L then shortest = 0 end
-  return with_start({0, shortest}, nil, function()
-    local m = 0
-    for j = 1, L do
-      local v = lease_ttl(KEYS[j])
-      if v < 0 then return -1 end
-      m = math.max(m, v)
-    end
-    return m
-  end)
+  return with_start({0, shortest}, nil, longest)
 end
 
 -- A free permit, from the one to try first. The waiter leaves the queue: a

@@ -218,35 +218,51 @@ local trust_key
 
 -- owner_key is, on a cluster member, the record of which primary serves
 -- the keys' slot, and since when: a hash {by = node ID, repl = its
--- master_replid, since = server ms}, declared in KEYS after the trust key;
--- nil on a plain master. It never expires (one per slot).
+-- master_replid, epoch = its config epoch, since = server ms}, declared in
+-- KEYS after the trust key; nil on a plain master. It never expires (one
+-- per slot).
 local owner_key
 
+-- info_field is field of an INFO (or CLUSTER INFO) reply text, or nil.
+local function info_field(text, field)
+  return type(text) == 'string' and string.match(text, field .. ':(%-?%w+)') or nil
+end
+
 -- served_ms returns how long, in ms, the server id has served the slot of
--- owner_key as the primary it is now — the record's age while it names
--- this server and its replication ID. A replica promoted (CLUSTER FAILOVER,
--- TAKEOVER) and a restart give the server a new replication ID, a slot
--- moved here brings another server's record: the record then starts again
--- from now, or from the process's start for a server that has been a
--- primary since it started (second_repl_offset -1) and brought no other
--- server's record. TrustStart writes the record with since 0.
+-- owner_key as the primary it is now (doc.go, "Failovers and moved
+-- slots"). The record's age, while it names this server and its
+-- replication ID — the common path. A new replication ID with the record
+-- still naming this server and its config epoch is the same primary's
+-- term: its ID rotated (a backlog freed after repl-backlog-ttl without a
+-- replica) or its process restarted (which its start covers), and the
+-- record keeps its since. Every promotion of a replica (CLUSTER FAILOVER,
+-- FORCE or TAKEOVER, or an election) gives it a new config epoch, so a
+-- server promoted again after a term as a replica starts anew. A record
+-- naming another server (a slot moved here, a failover) starts again from
+-- now; a missing one too, but from the process's start on a server that
+-- has been a primary since it started: no second replication ID and no
+-- replication stream ever received (INFO stats). TrustStart writes the
+-- record with since 0.
 local function served_ms(id)
   local repl = redis.pcall('INFO', 'replication')
-  if type(repl) ~= 'string' then return nil, 'INFO replication refused' end
-  local replid = string.match(repl, 'master_replid:(%x+)')
-  if not replid then return nil, 'INFO replication has no master_replid' end
+  local replid = info_field(repl, 'master_replid')
+  if not replid then return nil, 'INFO replication refused or has no master_replid' end
   local now = now_ms()
-  local rec = redis.call('HMGET', owner_key, 'by', 'repl', 'since')
+  local rec = redis.call('HMGET', owner_key, 'by', 'repl', 'since', 'epoch')
   if rec[1] == id and rec[2] == replid and tonumber(rec[3]) then
     return now - tonumber(rec[3])
   end
+  local epoch = info_field(redis.pcall('CLUSTER', 'INFO'), 'cluster_my_epoch')
+  if not epoch then return nil, 'CLUSTER INFO refused or has no cluster_my_epoch' end
   local since = now
-  if (not rec[1] or rec[1] == id) and string.match(repl, 'second_repl_offset:(%-?%d+)') == '-1' then
-    local info = redis.pcall('INFO', 'server')
-    local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
+  if rec[1] == id and rec[4] == epoch and tonumber(rec[3]) then
+    since = tonumber(rec[3])
+  elseif not rec[1] and info_field(repl, 'second_repl_offset') == '-1'
+      and info_field(redis.pcall('INFO', 'stats'), 'total_net_repl_input_bytes') == '0' then
+    local up = tonumber(info_field(redis.pcall('INFO', 'server'), 'uptime_in_seconds'))
     if up then since = now - up * 1000 end
   end
-  redis.call('HSET', owner_key, 'by', id, 'repl', replid, 'since', since)
+  redis.call('HSET', owner_key, 'by', id, 'repl', replid, 'epoch', epoch, 'since', since)
   return now - since
 end
 

@@ -76,13 +76,22 @@ func vouchServer(ctx context.Context, node redis.UniversalClient) error {
 const vouchBatch = 512
 
 // slotRecords returns the trust records of the slots the cluster node node
-// serves, and the owner record that vouches for it there: this server and
-// replication ID since 0 (prelude.lua: served_ms). A replica promoted later,
-// or this server after a failover back to it, has another replication ID.
+// serves, and the owner record that vouches for it there: this server,
+// replication ID and config epoch since 0 (prelude.lua: served_ms). A
+// replica promoted later, or this server after a failover back to it, has
+// another config epoch.
 func slotRecords(ctx context.Context, node redis.UniversalClient, info string) ([]string, []any, error) {
 	replid := infoField(info, "master_replid")
 	if replid == "" {
 		return nil, nil, fmt.Errorf("INFO replication has no master_replid")
+	}
+	ci, err := node.ClusterInfo(ctx).Result()
+	if err != nil {
+		return nil, nil, fmt.Errorf("CLUSTER INFO: %w", err)
+	}
+	epoch := infoField(ci, "cluster_my_epoch")
+	if epoch == "" {
+		return nil, nil, fmt.Errorf("CLUSTER INFO has no cluster_my_epoch")
 	}
 	id, slots, err := ownSlots(ctx, node)
 	if err != nil {
@@ -92,7 +101,7 @@ func slotRecords(ctx context.Context, node redis.UniversalClient, info string) (
 	for _, s := range slots {
 		keys = append(keys, trustKeyOf(s))
 	}
-	return keys, []any{"by", id, "repl", replid, "since", 0}, nil
+	return keys, []any{"by", id, "repl", replid, "epoch", epoch, "since", 0}, nil
 }
 
 // ownSlots returns the node ID of the cluster node node talks to, and the
