@@ -92,6 +92,9 @@ func (l *Lock) lead(ctx context.Context, value string) error {
 	kn := l.kss[0]
 	args := append(commonArgs(3, l.id.owner, l.id.hold, 0, cfg.retention, "", 0), l.token, value, leaderChannel(kn))
 	sc := newScriptCall(leadScript, []string{kn.Lock, kn.Fence}, args...)
+	// A renewal that repairs the lock on a node (it restarted empty) writes
+	// the mark there again: marks must not decay while the hold does not.
+	l.leads.Store(&leadCall{sc})
 	r := round[struct{}](c, cfg)
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[struct{}] {
 		led, err := c.exec(ctx, n, sc).Int()
@@ -112,4 +115,21 @@ func (l *Lock) lead(ctx context.Context, value string) error {
 	default:
 	}
 	return nil
+}
+
+// A leadCall is a leader's lead.lua call, kept by its Lock.
+type leadCall struct{ sc *scriptCall }
+
+// remark writes l's leader mark again, in the background, on each node
+// where renewal tally t repaired l; a Lock that is no leader has none.
+func (l *Lock) remark(t *quorum.Tally[bool]) {
+	lc := l.leads.Load()
+	if lc == nil {
+		return
+	}
+	for n, v := range t.Votes {
+		if v.Value { // set by repair: counted or not, the hold is there
+			l.c.spawn(func() { l.c.execAlone(context.Background(), n, lc.sc) })
+		}
+	}
 }

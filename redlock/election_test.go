@@ -273,3 +273,28 @@ func TestCampaignAfterLoss(t *testing.T) {
 	}
 	requireLeader(t, ctx, c, "job", redlock.Leader{Value: "a", Term: l2.Token()})
 }
+
+// A leader's mark does not decay with restarts: the masters that restarted
+// empty get the lock again from renewals, and the mark with it, so that
+// Leader still finds a majority once the only master left from the
+// campaign is gone.
+func TestLeaderMarkRepairedAfterRestarts(t *testing.T) {
+	ttl := time.Second
+	c, nodes, lab := lab(t, 3, redlock.WithTTL(ttl))
+	lab.RequireControl(t)
+	ctx := ctxFor(t, 30*time.Second)
+	l := campaign(t, ctx, c, "job", "a", redlock.WithTTL(ttl))
+	defer l.Unlock(ctx)
+	lab.Restart(t, true, 1, 2)
+	lock := redlock.Keys(redlock.DefaultPrefix, "job").Lock
+	eventually(t, 10*ttl, "the mark written again on the restarted masters", func() bool {
+		for _, n := range nodes[1:] {
+			if n.HGet(ctx, lock, "term").Val() == "" {
+				return false
+			}
+		}
+		return true
+	})
+	nodes[0].Del(ctx, lock)
+	requireLeader(t, ctx, c, "job", redlock.Leader{Value: "a", Term: l.Token()})
+}
