@@ -298,3 +298,22 @@ func TestLeaderMarkRepairedAfterRestarts(t *testing.T) {
 	nodes[0].Del(ctx, lock)
 	requireLeader(t, ctx, c, "job", redlock.Leader{Value: "a", Term: l.Token()})
 }
+
+// Every Campaign is an owner of its own: two campaigns of one WithOwner
+// owner (the Client's default here) never share a leadership, as two
+// nested holds of that owner would.
+func TestCampaignIgnoresOwner(t *testing.T) {
+	c, _, _ := lab(t, 3, redlock.WithOwner("svc"))
+	ctx := ctxFor(t, 30*time.Second)
+	l := campaign(t, ctx, c, "job", "a")
+	defer l.Unlock(ctx)
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if l2, err := c.Campaign(short, "job", "b", redlock.WithOwner("svc")); !errors.Is(err, redlock.ErrNotObtained) {
+		if err == nil {
+			l2.Unlock(ctx)
+		}
+		t.Fatalf("second Campaign of one owner = %v, want ErrNotObtained while the first leads", err)
+	}
+	requireLeader(t, ctx, c, "job", redlock.Leader{Value: "a", Term: l.Token()})
+}
