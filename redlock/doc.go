@@ -571,8 +571,9 @@
 // default, followed by one more round (lead.lua) that writes the Lock's
 // token as the leader's term, and its value, into the lock's hash on every
 // master that still holds the hold, and announces the new leader on the
-// name's :leader channel; Campaign returns once a majority has them, else
-// it resigns and campaigns again. At most one leader per name follows from
+// name's :leader channel; Campaign returns once a majority has them (that
+// round is not cut short by ctx: a leader Leader may report has been told),
+// else it resigns and campaigns again. At most one leader per name follows from
 // the lock (two leaderships at once would be two holds of one key), and
 // strictly growing terms from the fencing tokens ("Fencing tokens"). The
 // mark lives in the lock's hash, so it is renewed, released and expires with

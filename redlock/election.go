@@ -44,8 +44,9 @@ func leaderChannel(kn KeyNames) string { return kn.Lock + ":leader" }
 // its own (WithOwner does not apply): two campaigns never share a
 // leadership. A name is a lock key: Lock of the same key excludes its
 // leaders. Campaign returns only once the leader is recorded on a majority
-// (Leader and Observe then see it); if that fails, it resigns and
-// campaigns again. On failure it returns what Lock returns: ctx's end or
+// (Leader and Observe then see it) — a recording under way is finished
+// even if ctx ends meanwhile, so that nobody is reported as leader without
+// being told; if the hold is lost first, it resigns and campaigns again. On failure it returns what Lock returns: ctx's end or
 // the maximum wait joined with ErrNotObtained, ErrClosed, or ErrInvalid
 // for bad input (empty or too long name, value over MaxLeaderValue), with
 // nothing written.
@@ -81,8 +82,11 @@ func (c *Client) Campaign(ctx context.Context, name, value string, opts ...Optio
 }
 
 // lead records l as the leader of its key, with value, on a majority of
-// masters, and has each announce it. It fails if fewer than a majority
-// still hold l, or once l is lost.
+// masters, and has each announce it. Its rounds are detached from ctx's
+// cancellation: a round that marked a majority must be told, or Leader
+// could report a leadership its campaigner never learnt of. A round that
+// falls short is tried again while l is held and ctx lasts; lead fails
+// once a majority no longer holds l, l is lost, or ctx ends.
 func (l *Lock) lead(ctx context.Context, value string) error {
 	c, cfg := l.c, &l.cfg
 	if !c.begin() {
@@ -95,8 +99,32 @@ func (l *Lock) lead(ctx context.Context, value string) error {
 	// A renewal that repairs the lock on a node (it restarted empty) writes
 	// the mark there again: marks must not decay while the hold does not.
 	l.leads.Store(&leadCall{sc})
-	r := round[struct{}](c, cfg)
-	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[struct{}] {
+	b := cfg.backoff()
+	for {
+		t := l.leadRound(context.WithoutCancel(ctx), sc)
+		if t.Won() {
+			return nil // lost meanwhile or not, the caller learns it from Done
+		}
+		err := error(quorumError(c, "campaign", l.key, ErrNotObtained, &t))
+		if t.Count(quorum.Refused) >= t.Need {
+			return err
+		}
+		if err := c.sleep(ctx, cfg.clock, b.NextBackOff(), l.Done()); err != nil {
+			return errors.Join(err, ErrNotObtained)
+		}
+		select {
+		case <-l.Done():
+			return fmt.Errorf("redlock: campaign for %s: leadership lost as it began: %w", shortKey(l.key), l.Err())
+		default:
+		}
+	}
+}
+
+// leadRound runs lead.lua call sc on every node.
+func (l *Lock) leadRound(ctx context.Context, sc *scriptCall) quorum.Tally[struct{}] {
+	c := l.c
+	r := round[struct{}](c, &l.cfg)
+	return r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[struct{}] {
 		led, err := c.exec(ctx, n, sc).Int()
 		switch {
 		case err != nil:
@@ -106,15 +134,6 @@ func (l *Lock) lead(ctx context.Context, value string) error {
 		}
 		return quorum.Vote[struct{}]{Outcome: quorum.Refused}
 	})
-	if !t.Won() {
-		return quorumError(c, "campaign", l.key, ErrNotObtained, &t)
-	}
-	select {
-	case <-l.Done():
-		return fmt.Errorf("redlock: campaign for %s: leadership lost as it began: %w", shortKey(l.key), l.Err())
-	default:
-	}
-	return nil
 }
 
 // A leadCall is a leader's lead.lua call, kept by its Lock.
