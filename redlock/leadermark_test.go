@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -51,4 +52,39 @@ func TestCampaignIgnoresOwner(t *testing.T) {
 		t.Fatalf("second Campaign of one owner = %v, want ErrNotObtained while the first leads", err)
 	}
 	requireLeader(t, ctx, c, "job", redlock.Leader{Value: "a", Term: l.Token()})
+}
+
+// A Campaign whose ctx ends while its leadership is being recorded (replies
+// delayed: the marks land, the answers come late) is still told: nobody
+// is ever reported leader — here by Observe on undelayed masters — without
+// their Campaign returning the leadership.
+func TestCampaignToldWhatObserversSee(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	c, proxies, direct := faultLab(t, 3, redlock.WithNodeTimeout(2*time.Second))
+	ctx := ctxFor(t, time.Minute)
+	warm := campaign(t, ctx, c, "warm", "w") // connections pooled before the delay
+	warm.Unlock(ctx)
+	seen := observe(t, ctx, newClient(t, direct), "job")
+	for _, p := range proxies {
+		p.SetLatency(0, delay)
+	}
+	// The attempt, the fencing write-back and the recording take a delay
+	// each: the ctx ends halfway through the recording.
+	for try := range 5 {
+		short, cancel := context.WithTimeout(ctx, 5*delay/2)
+		l, err := c.Campaign(short, "job", fmt.Sprint("try ", try))
+		cancel()
+		if err == nil {
+			t.Logf("try %d led", try)
+			l.Unlock(ctx)
+			return
+		}
+		t.Logf("try %d: %v", try, err)
+		select {
+		case s := <-seen:
+			t.Fatalf("Campaign failed (%v) but Observe saw %q lead at term %d", err, s.Value, s.Term)
+		case <-time.After(delay):
+		}
+	}
+	t.Skip("no Campaign reached the recording before its ctx ended (a loaded machine)")
 }
