@@ -35,6 +35,9 @@ type Hold struct {
 	// Key <name>#<permit>: no two holds of a permit overlap, and at most
 	// limit holds of a name overlap (Report.MostAtOnce).
 	Name string
+	// Value is a leader's (Lead): what it campaigned with. Its Key is the
+	// election's name, its Token the term.
+	Value string
 
 	Start time.Duration // when Lock (or TryLock) returned the lock
 	End   time.Duration // when the holder stopped its work: Unlock called, or the loss signalled

@@ -23,6 +23,7 @@ type Client struct {
 	bell     bell
 	renewals renewer
 	ids      *identities // the members' cluster node IDs (samecluster.go)
+	terms    sync.Map    // name → the largest term Leader or Observe reported (leaderread.go)
 
 	mu     sync.Mutex
 	closed bool

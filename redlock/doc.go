@@ -593,10 +593,32 @@
 // name and a limit outside [1, MaxLimit]; an Acquire with another limit
 // than the current holders' fails with ErrInvalid, having changed nothing.
 //
+// # Leader election
+//
+// Campaign is Lock of the name under an owner of its own, auto-renewed by
+// default, followed by one more round (lead.lua) that writes the Lock's
+// token as the leader's term, and its value, into the lock's hash on every
+// master that still holds the hold, and announces the new leader on the
+// name's :leader channel; Campaign returns once a majority has them (that
+// round is not cut short by ctx: a leader Leader may report has been told),
+// else it resigns and campaigns again. At most one leader per name follows from
+// the lock (two leaderships at once would be two holds of one key), and
+// strictly growing terms from the fencing tokens ("Fencing tokens"). The
+// mark lives in the lock's hash, so it is renewed, released and expires with
+// the hold and can outlive it nowhere; a master the watchdog repairs gets it
+// again. Leader counts a leadership only where a majority of masters record
+// the same holder, term and value with a lease left after the read's
+// elapsed time and the drift: a leadership that no majority holds any
+// more is never reported, and every later one has a larger term. The
+// Client keeps the largest term it reported per name and reports no
+// smaller one (ErrNoLeader instead), so that a Client's Leader and Observe
+// never go back in term, even when masters restarted empty.
+//
 // # Keys
 //
 // A key is at most MaxKeyLen bytes. On a node it becomes <prefix>{key} and
-// its siblings (:fence, :queue, :leases, :readers, and the :free channel),
+// its siblings (:fence, :queue, :leases, :readers, and the :free and
+// :leader channels),
 // one hash tag, so that a node may be a Redis Cluster; a key containing '}'
 // is escaped inside the braces, so every key works there. Every
 // key the library writes expires: the lock with its lease, the waiters'

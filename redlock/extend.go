@@ -48,6 +48,7 @@ func (c *Client) extendRound(ctx context.Context, locks []*Lock, repair bool) []
 			octx = l.observed
 		}
 		nodeFailures(octx, l.acquisition, "extend", &lt)
+		l.remark(&lt)
 		out[i] = l.extended(&lt, clock.Validity(start, l.cfg.ttl, l.cfg.driftFactor))
 	}
 	return out

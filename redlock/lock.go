@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/clock"
@@ -21,6 +22,8 @@ type Lock struct {
 	tokens []int64 // per key
 	token  int64   // the largest of tokens
 	permit int     // the semaphore's permit held (Acquire); -1 for a key
+
+	leads atomic.Pointer[leadCall] // a leader's mark, written again where a renewal repairs it (election.go)
 
 	life context.Context // ends when the lock does; its cause is Err()
 	end  context.CancelCauseFunc

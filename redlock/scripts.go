@@ -23,6 +23,10 @@ var (
 	fenceSrc string
 	//go:embed leave.lua
 	leaveSrc string
+	//go:embed lead.lua
+	leadSrc string
+	//go:embed leader.lua
+	leaderSrc string
 
 	acquireScript  = newScript("acquire.lua", acquireSrc)
 	racquireScript = newScript("racquire.lua", racquireSrc)
@@ -32,6 +36,8 @@ var (
 	rreleaseScript = newScript("rrelease.lua", rreleaseSrc)
 	fenceScript    = newScript("fence.lua", fenceSrc)
 	leaveScript    = newScript("leave.lua", leaveSrc)
+	leadScript     = newScript("lead.lua", leadSrc)
+	leaderScript   = newScript("leader.lua", leaderSrc)
 )
 
 // Replies of extend.lua, per lock.

@@ -18,6 +18,9 @@ type claim struct {
 	many  bool     // --keys: every key or none
 	read  bool     // --read: a shared hold of keys[0]
 	limit int      // --limit: > 0 for a permit of keys[0]
+
+	elect bool   // elect: a leadership of keys[0] (Campaign), with value
+	value string // elect --value
 }
 
 // String names the claim in run's messages.
@@ -33,13 +36,18 @@ func (c claim) String() string {
 		return fmt.Sprintf("read lock %q", c.keys[0])
 	case c.limit > 0:
 		return fmt.Sprintf("a permit of %q (limit %d)", c.keys[0], c.limit)
+	case c.elect:
+		return fmt.Sprintf("leadership of %q", c.keys[0])
 	}
 	return fmt.Sprintf("lock %q", c.keys[0])
 }
 
-// try makes one attempt, and does not wait in line.
+// try makes one attempt, and does not wait in line; a campaign always
+// waits, until ctx ends.
 func (c claim) try(ctx context.Context, client *redlock.Client) (*redlock.Lock, error) {
 	switch {
+	case c.elect:
+		return client.Campaign(ctx, c.keys[0], c.value)
 	case c.many:
 		return client.TryLockMany(ctx, c.keys)
 	case c.read:
@@ -53,6 +61,8 @@ func (c claim) try(ctx context.Context, client *redlock.Client) (*redlock.Lock, 
 // wait waits in line until the claim is granted or ctx ends.
 func (c claim) wait(ctx context.Context, client *redlock.Client) (*redlock.Lock, error) {
 	switch {
+	case c.elect:
+		return client.Campaign(ctx, c.keys[0], c.value)
 	case c.many:
 		return client.LockMany(ctx, c.keys)
 	case c.read:
@@ -69,6 +79,7 @@ const (
 	envToken  = "QUORUMLOCK_TOKEN"  // the fencing token; with --keys the largest of the keys'
 	envTokens = "QUORUMLOCK_TOKENS" // --keys only: key=token for every key, comma-separated, in the order given
 	envPermit = "QUORUMLOCK_PERMIT" // --limit only: the permit held, in [0, limit)
+	envTerm   = "QUORUMLOCK_TERM"   // elect only: the leader's term (its token)
 )
 
 // env returns the variables that tell CMD about l, which holds c.
@@ -84,6 +95,9 @@ func (c claim) env(l *redlock.Lock) []string {
 	if c.limit > 0 {
 		env = append(env, envPermit+"="+strconv.Itoa(l.Permit()))
 	}
+	if c.elect {
+		env = append(env, envTerm+"="+strconv.FormatInt(l.Token(), 10))
+	}
 	return env
 }
 
@@ -95,7 +109,7 @@ func childEnv(base, set []string) []string {
 	for _, kv := range base {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
-		case envKey, envToken, envTokens, envPermit:
+		case envKey, envToken, envTokens, envPermit, envTerm:
 			continue
 		}
 		out = append(out, kv)

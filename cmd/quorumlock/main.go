@@ -9,6 +9,8 @@
 //	quorumlock status --nodes host:port,... --key K [--limit N] [--json]
 //	quorumlock demo   [--nodes host:port,...] [flags]
 //	quorumlock trust  --nodes host:port,...
+//	quorumlock elect  --nodes host:port,... --name N [--value V] [flags] -- CMD [ARGS...]
+//	quorumlock leader --nodes host:port,... --name N [--watch]
 //	quorumlock version
 //
 // Run "quorumlock help SUBCOMMAND" for the flags, examples and exit statuses
@@ -90,6 +92,8 @@ var subcommands = map[string]struct {
 	"status": {(*cli).status, statusUsage},
 	"demo":   {(*cli).demo, demoUsage},
 	"trust":  {(*cli).trust, trustUsage},
+	"elect":  {(*cli).elect, electUsage},
+	"leader": {(*cli).leader, leaderUsage},
 }
 
 // main runs the subcommand named by args[0] and returns the exit status.
@@ -133,6 +137,8 @@ Usage:
   quorumlock status --nodes host:port,... --key K [--limit N] [--json]
   quorumlock demo   [--nodes host:port,...] [flags]
   quorumlock trust  --nodes host:port,...
+  quorumlock elect  --nodes host:port,... --name N [--value V] [flags] -- CMD [ARGS...]
+  quorumlock leader --nodes host:port,... --name N [--watch]
   quorumlock help   [SUBCOMMAND]
   quorumlock version
 
@@ -148,6 +154,9 @@ Subcommands:
            node is killed and restarted; five embedded nodes unless --nodes
   trust    vouch that new masters' processes have no lock to forget, so
            that locks need not wait out the restart guard after they start
+  elect    campaign to lead an election, run CMD while leading ($QUORUMLOCK_TERM),
+           resign when it exits
+  leader   print who leads an election; with --watch, each new leader
   version  print quorumlock's release and the go-redis and Go it was built with
 
 Nodes are independent Redis masters (not replicas of one another), given as
