@@ -84,7 +84,7 @@ func (c *Client) send(ctx context.Context, n int, sc *scriptCall) *redis.Cmd {
 		cmd = nd.call(ctx, eval...)
 	}
 	if err := cmd.Err(); err != nil {
-		cmd.SetErr(sc.s.explain(err))
+		cmd.SetErr(explainSetup(sc.s.explain(err)))
 	}
 	return cmd
 }

@@ -890,7 +890,11 @@
 // Acquire, Do) returns at once, with the attempt's error, when so many
 // nodes fail for a lasting reason — a user that may not run INFO
 // (ErrStartUnknown), a replica (ErrReplica), a command refused to the user
-// (NOPERM) — that the other nodes cannot make a majority, or when two
+// (NOPERM), a connection the node will not set up until a setting changes
+// (a wrong password: WRONGPASS; none given: NOAUTH; a DB it does not have;
+// a TLS certificate not trusted, or a server that does not speak TLS;
+// the vote's error is the server's or crypto/tls's own) — that the other
+// nodes cannot make a majority, or when two
 // members are one cluster (ErrSameCluster, whatever the others): no wait could
 // change that, and waiting would only turn the cause into a deadline the
 // caller never set. Timeouts, refused connections, held locks and masters
