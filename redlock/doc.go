@@ -784,6 +784,12 @@
 //     context: the acquisition's, without its cancellation or deadline, so
 //     that it still carries what AcquireStart put in it (e.g. a span to
 //     parent or link the event to) for as long as the Lock lives.
+//   - NodeFailed of a call still running when its round was decided — a
+//     frozen master's, in a round the others won — comes once the call
+//     fails or times out (the node timeout plus the late window), possibly
+//     after the call that ran the round returned, with that round's
+//     context; so does the failure of a late answer's follow-up (undoing
+//     a grant that came too late, releasing a node Unlock skipped).
 //
 // A panic in any method is recovered: it is logged at Error through the
 // loggers of WithLogger among the event's observers (through
@@ -892,7 +898,7 @@
 // (ErrStartUnknown), a replica (ErrReplica), a command refused to the user
 // (NOPERM), a connection the node will not set up until a setting changes
 // (a wrong password: WRONGPASS; none given: NOAUTH; a DB it does not have;
-// a TLS certificate not trusted, or a server that does not speak TLS;
+// a TLS certificate not trusted or not the host's;
 // the vote's error is the server's or crypto/tls's own) — that the other
 // nodes cannot make a majority, or when two
 // members are one cluster (ErrSameCluster, whatever the others): no wait could
