@@ -22,7 +22,8 @@ import (
 //     (BUSY, LOADING, …), which heals;
 //   - the server requires a password the client does not give (NOAUTH, or
 //     the protocol error it answers an unauthenticated client's long
-//     command with), or refuses the credentials (WRONGPASS);
+//     command with), or refuses the credentials (WRONGPASS), or the DB
+//     (SELECT's error, as go-redis returns it for a single command);
 //   - the TLS handshake failed on the certificates or the protocol: the
 //     server's certificate is not trusted or not the host's, the server
 //     rejected the client's (a TLS alert), or the server does not speak
@@ -38,7 +39,7 @@ func refusedSetup(err error) bool {
 		return !isReply || !transientReply(re)
 	case isReply:
 		return redis.HasErrorPrefix(re, "NOAUTH") || redis.HasErrorPrefix(re, "WRONGPASS") ||
-			strings.Contains(re.Error(), unauthenticated)
+			strings.Contains(re.Error(), unauthenticated) || strings.Contains(re.Error(), "DB index is out of range")
 	}
 	return badTLS(err)
 }

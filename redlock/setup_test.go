@@ -99,11 +99,14 @@ func TestLockNoPassword(t *testing.T) {
 	setupRefused(t, newClient(t, l.Clients(t)), "NOAUTH", 0, 1)
 }
 
-// A DB the masters do not have (16 databases, DB 99): SELECT's error.
+// A DB the masters do not have (16 databases, DB 99): SELECT's error —
+// through a script call, or through ROLE, which vets each master when
+// restart detection is off.
 func TestLockWrongDB(t *testing.T) {
 	l := redislab.Start(t, 3)
 	nodes := l.Clients(t, func(o *redis.Options) { o.DB = 99 })
 	setupRefused(t, newClient(t, nodes), "DB index is out of range", 0, 1, 2)
+	setupRefused(t, newClient(t, nodes, redlock.WithRestartGuard(0)), "DB index is out of range", 0, 1, 2)
 }
 
 // Masters that speak TLS with a certificate the client does not trust:
