@@ -31,6 +31,12 @@ import (
 // default 30 s deadline such a Lock used to wait out.
 const setupBound = 5 * time.Second
 
+// handshakes gives the first call to each master — a dial, a handshake of
+// several round trips, a TLS certificate check — a second: under -race on
+// a loaded machine it may outlast the tests' short node timeout, and a
+// vote that times out names its cause only once a probe found it.
+var handshakes = redlock.WithNodeTimeout(time.Second)
+
 // requirePass makes the given masters require password, and undoes it when
 // the test ends so that the lab's cleanup can still talk to them.
 func requirePass(t *testing.T, ctx context.Context, l *redislab.Lab, password string, idx ...int) {
@@ -87,7 +93,7 @@ func TestLockWrongPassword(t *testing.T) {
 	if err := nodes[0].Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
 		t.Fatalf("PING with the wrong password = %v, want WRONGPASS", err)
 	}
-	setupRefused(t, newClient(t, nodes), "WRONGPASS", 0, 1, 2)
+	setupRefused(t, newClient(t, nodes, handshakes), "WRONGPASS", 0, 1, 2)
 }
 
 // No password given to masters that require one: NOAUTH, as lasting.
@@ -96,7 +102,7 @@ func TestLockNoPassword(t *testing.T) {
 	l.RequireControl(t)
 	ctx := ctxFor(t, 30*time.Second)
 	requirePass(t, ctx, l, "right", 0, 1)
-	setupRefused(t, newClient(t, l.Clients(t)), "NOAUTH", 0, 1)
+	setupRefused(t, newClient(t, l.Clients(t), handshakes), "NOAUTH", 0, 1)
 }
 
 // A DB the masters do not have (16 databases, DB 99): SELECT's error —
@@ -105,8 +111,8 @@ func TestLockNoPassword(t *testing.T) {
 func TestLockWrongDB(t *testing.T) {
 	l := redislab.Start(t, 3)
 	nodes := l.Clients(t, func(o *redis.Options) { o.DB = 99 })
-	setupRefused(t, newClient(t, nodes), "DB index is out of range", 0, 1, 2)
-	setupRefused(t, newClient(t, nodes, redlock.WithRestartGuard(0)), "DB index is out of range", 0, 1, 2)
+	setupRefused(t, newClient(t, nodes, handshakes), "DB index is out of range", 0, 1, 2)
+	setupRefused(t, newClient(t, nodes, handshakes, redlock.WithRestartGuard(0)), "DB index is out of range", 0, 1, 2)
 }
 
 // Masters that speak TLS with a certificate the client does not trust:
@@ -121,10 +127,7 @@ func TestLockTLSCertificateRefused(t *testing.T) {
 		nodes[i] = redis.NewClient(&redis.Options{Addr: addr, TLSConfig: &tls.Config{ServerName: "localhost", MinVersion: tls.VersionTLS12}})
 		t.Cleanup(func() { nodes[i].Close() })
 	}
-	// A handshake's certificate check is work of the client's: under load
-	// it may outlast the tests' short node timeout, and a vote that times
-	// out names its cause only once a probe found it.
-	setupRefused(t, newClient(t, nodes, redlock.WithNodeTimeout(time.Second)), "x509", 0, 1, 2)
+	setupRefused(t, newClient(t, nodes, handshakes), "x509", 0, 1, 2)
 }
 
 // selfSigned writes a self-signed certificate for localhost and its key in
