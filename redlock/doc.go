@@ -604,7 +604,11 @@
 //
 // New refuses, with an error matching ErrInvalid: no nodes, a nil node, the
 // same client or the same address twice, two members given a common server
-// (cluster seed lists [a b c] and [b]), and invalid options. It never
+// (cluster seed lists [a b c] and [b]), a Sentinel failover client
+// (redis.NewFailoverClient: not supported yet — a failover promotes a
+// replica that may lack a grant, and the restart guard, timed from a
+// process's start, would count it at once; give each master as a client
+// of its own), and invalid options. It never
 // waits on the nodes: it starts, in the background, reading each member's
 // cluster node IDs, so that two members that reach one cluster through
 // seeds it cannot compare ([a] and [b], or a plain client of one of its
