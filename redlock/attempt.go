@@ -90,14 +90,16 @@ func (a *acquisition) attempt(ctx context.Context, w *place) (*Lock, time.Durati
 	r.Decided = at.gr.decided(a.decide)
 	r.Late = func(n int, v quorum.Vote[[]int64]) {
 		<-decided
-		at.late(n, v, l, w)
+		at.late(ctx, n, v, l, w)
 	}
+	lw := watchLate(r, reportLate[[]int64](ctx, at, a.op))
 	calls := at.calls(w.ticket)
 	start := cfg.clock.Now()
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[[]int64] {
 		reply, err := at.ask(ctx, n, calls[n])
 		return at.vote(n, reply, err)
 	})
+	lw.decided(&t)
 	at.resolveGuard(&t)
 	until := clock.Validity(start, cfg.ttl, cfg.driftFactor)
 	// A lock with less validity left than the loss margin would be declared
@@ -126,13 +128,14 @@ func (a *acquisition) attempt(ctx context.Context, w *place) (*Lock, time.Durati
 }
 
 // late handles node n's answer v to attempt a, which came after the round
-// was decided; l is the Lock the attempt won, nil if it failed.
-func (a *acquisition) late(n int, v quorum.Vote[[]int64], l *Lock, w *place) {
+// was decided; l is the Lock the attempt won, nil if it failed. ctx is the
+// attempt's, for the observers of a follow-up's failure.
+func (a *acquisition) late(ctx context.Context, n int, v quorum.Vote[[]int64], l *Lock, w *place) {
 	on := a.grantedOn(v)
 	switch {
 	case l == nil: // the attempt failed; undo skipped n while its call ran
 		if v.Outcome != quorum.Refused {
-			on.releaseOn(n, undoHold, nil)
+			on.releaseOn(ctx, n, undoHold, nil)
 		} else if w.gone.Load() {
 			// The refusal put the owner back in n's line after Lock gave
 			// up: a stale first in line there would refuse everyone.
@@ -146,9 +149,9 @@ func (a *acquisition) late(n int, v quorum.Vote[[]int64], l *Lock, w *place) {
 		if l.permit >= 0 {
 			tokens = nil // a permit raises no counter here: on may be every permit
 		}
-		on.releaseOn(n, l.releaseKind(), tokens)
+		on.releaseOn(ctx, n, l.releaseKind(), tokens)
 	case v.Outcome == quorum.Granted && a.permitOf(v) != l.permit:
-		on.releaseOn(n, undoHold, nil) // a semaphore's other permit
+		on.releaseOn(ctx, n, undoHold, nil) // a semaphore's other permit
 	} // otherwise Unlock, still to come, covers n
 }
 

@@ -2,6 +2,8 @@ package redlock
 
 import (
 	"context"
+	"errors"
+	"net"
 	"sync"
 	"time"
 
@@ -24,10 +26,16 @@ type bell struct {
 
 // An ear is one node's subscription: a connection, a goroutine that applies
 // (un)subscriptions in order — they may block on a dial, never a waiter — and
-// a goroutine that rings the bell on each message.
+// a goroutine that reads the messages and rings the bell on each. Every
+// step that may set up the connection (go-redis does it under the
+// subscription's lock, which its Close waits for) runs under a deadline of
+// subscribeTimeout: go-redis's own reader (PubSub.Channel) would set it up
+// under no deadline but the client's read timeout, and keep Close waiting
+// that long (see DESIGN.md, "go-redis facts that bite").
 type ear struct {
-	ps  *redis.PubSub
-	ops chan subscription
+	ps   *redis.PubSub
+	ops  chan subscription
+	quit chan struct{} // closed when nobody waits any more: the ear stops
 }
 
 type subscription struct {
@@ -83,6 +91,7 @@ func (b *bell) forget(channel string, wake chan struct{}) {
 		return
 	}
 	for _, e := range b.ears { // nobody waits: drop the connections
+		close(e.quit)
 		close(e.ops)
 		b.c.spawn(func() { e.ps.Close() })
 	}
@@ -94,15 +103,11 @@ func (b *bell) forget(channel string, wake chan struct{}) {
 func (b *bell) open() {
 	b.ears = make([]*ear, len(b.c.nodes))
 	for i, n := range b.c.nodes {
-		e := &ear{ps: n.rdb.Subscribe(context.Background()), ops: make(chan subscription, 256)}
+		e := &ear{ps: n.rdb.Subscribe(context.Background()), ops: make(chan subscription, 256), quit: make(chan struct{})}
 		b.ears[i] = e
 		timeout := b.subscribeTimeout()
 		b.c.spawn(func() { e.apply(timeout) })
-		b.c.spawn(func() {
-			for m := range e.ps.Channel() {
-				b.ring(m.Channel, m.Payload)
-			}
-		})
+		b.c.spawn(func() { e.hear(b, timeout) })
 	}
 }
 
@@ -118,8 +123,13 @@ func (b *bell) tell(s subscription) {
 	}
 }
 
+// apply runs the queued (un)subscriptions in order, each under timeout,
+// until the ear stops: what is still queued then is dropped.
 func (e *ear) apply(timeout time.Duration) {
 	for s := range e.ops {
+		if e.stopped() {
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		if s.on {
 			e.ps.Subscribe(ctx, s.channel)
@@ -127,6 +137,43 @@ func (e *ear) apply(timeout time.Duration) {
 			e.ps.Unsubscribe(ctx, s.channel)
 		}
 		cancel()
+	}
+}
+
+// hear reads the subscription's messages and rings b on each, until the
+// ear stops. Each read — and the connection it sets up again after a
+// failure, resubscribing — runs under timeout: a read that times out keeps
+// the connection and simply reads again; after any other failure (the
+// server gone) it waits timeout before the next try.
+func (e *ear) hear(b *bell, timeout time.Duration) {
+	for !e.stopped() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		msg, err := e.ps.ReceiveTimeout(ctx, timeout)
+		cancel()
+		if m, ok := msg.(*redis.Message); ok && err == nil {
+			b.ring(m.Channel, m.Payload)
+			continue
+		}
+		var ne net.Error
+		if err == nil || errors.As(err, &ne) && ne.Timeout() {
+			continue
+		}
+		pause := time.NewTimer(timeout)
+		select {
+		case <-e.quit:
+		case <-pause.C:
+		}
+		pause.Stop()
+	}
+}
+
+// stopped reports whether nobody waits any more.
+func (e *ear) stopped() bool {
+	select {
+	case <-e.quit:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -42,11 +42,11 @@ func (sc *scriptCall) withStart(last string, start []string) *scriptCall {
 }
 
 // execAlone runs sc on node n outside any round — a late answer's follow-up
-// — under one node timeout of its own.
-func (c *Client) execAlone(ctx context.Context, n int, sc *scriptCall) {
+// — under one node timeout of its own, and returns its error.
+func (c *Client) execAlone(ctx context.Context, n int, sc *scriptCall) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.nodeTimeout)
 	defer cancel()
-	c.exec(ctx, n, sc)
+	return c.exec(ctx, n, sc).Err()
 }
 
 // exec runs sc on node n. Until n is known to be no other member's
@@ -84,7 +84,7 @@ func (c *Client) send(ctx context.Context, n int, sc *scriptCall) *redis.Cmd {
 		cmd = nd.call(ctx, eval...)
 	}
 	if err := cmd.Err(); err != nil {
-		cmd.SetErr(sc.s.explain(err))
+		cmd.SetErr(explainSetup(sc.s.explain(err)))
 	}
 	return cmd
 }

@@ -55,6 +55,10 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		if isNil(rdb) {
 			return nil, invalid("node %d is nil", i)
 		}
+		if isFailover(rdb) {
+			return nil, invalid("node %d is a Sentinel failover client (redis.NewFailoverClient), not supported yet: "+
+				"a failover promotes a replica that may lack a grant, and the restart guard does not time a promotion; give each master as a client of its own", i)
+		}
 		addrs[i] = addrOf(rdb)
 		for j := range i {
 			if nodes[j] == rdb || (addrs[i] != "" && addrs[j] == addrs[i]) {
@@ -229,6 +233,20 @@ func addrOf(rdb redis.UniversalClient) string {
 		return joinAddrs(addrs)
 	}
 	return ""
+}
+
+// failoverAddr is the address go-redis gives every client of
+// redis.NewFailoverClient in place of its master's, which it asks the
+// sentinels for at each dial.
+const failoverAddr = "FailoverClient"
+
+// isFailover reports whether rdb is a Sentinel failover client: its
+// master moves with every failover, and a promoted replica may lack a
+// grant, which the restart guard (timed from a process's start) does not
+// see — so New refuses it rather than count it as a plain master.
+func isFailover(rdb redis.UniversalClient) bool {
+	r, ok := rdb.(*redis.Client)
+	return ok && r.Options().Addr == failoverAddr
 }
 
 func joinAddrs(addrs []string) string {

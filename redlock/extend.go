@@ -32,6 +32,7 @@ func (c *Client) extendRound(ctx context.Context, locks []*Lock, repair bool) []
 	}
 	r.Decided = func(t *quorum.Tally[[]quorum.Vote[bool]]) bool { return everySettled(t, len(locks)) }
 	r.Late = func(n int, v quorum.Vote[[]quorum.Vote[bool]]) { releaseLateRepairs(c, locks, n, v) }
+	lw := watchLate(r, lateExtendFailures(ctx, locks, repair))
 	start := c.cfg.clock.Now()
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[[]quorum.Vote[bool]] {
 		votes, err := c.extendOn(ctx, n, locks, repair)
@@ -40,6 +41,7 @@ func (c *Client) extendRound(ctx context.Context, locks []*Lock, repair bool) []
 		}
 		return quorum.Vote[[]quorum.Vote[bool]]{Outcome: quorum.Granted, Value: votes}
 	})
+	lw.decided(&t)
 	out := make([]error, len(locks))
 	for i, l := range locks {
 		lt := lockTally(&t, i)
@@ -275,7 +277,7 @@ func releaseLateRepairs(c *Client, locks []*Lock, n int, v quorum.Vote[[]quorum.
 	}
 	for i, l := range locks {
 		if v.Value[i].Value && l.hasEnded() {
-			l.releaseOn(n, l.releaseKind(), l.tokens)
+			l.releaseOn(l.observed, n, l.releaseKind(), l.tokens)
 		}
 	}
 }

@@ -30,6 +30,10 @@ type Observer interface {
 	Lost(ctx context.Context, key string, cause error)
 	// NodeFailed is called for each node call that failed or timed out;
 	// op is "lock", "acquire" (a semaphore's permit), "extend" or "unlock".
+	// That includes a call still running when its round was decided (the
+	// others won it: a frozen master), once it fails or times out — by the
+	// node timeout plus the late window — and the undo of a failed
+	// attempt or of a late grant (op that of the acquisition).
 	NodeFailed(ctx context.Context, op, key string, vote NodeVote)
 }
 

@@ -31,7 +31,8 @@ func (l *Lock) release(ctx context.Context) quorum.Tally[int64] {
 	if l.fenced != nil {
 		plain = l.releaseCall(kind, nil)
 	}
-	return r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[int64] {
+	lw := watchLate(r, reportLate[int64](ctx, l.acquisition, "unlock"))
+	t := r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[int64] {
 		if skip != nil && skip[n] {
 			return quorum.Vote[int64]{Outcome: quorum.Failed, Err: errInFlight}
 		}
@@ -41,15 +42,18 @@ func (l *Lock) release(ctx context.Context) quorum.Tally[int64] {
 		}
 		return releaseVote(l.c.exec(ctx, n, sc).Int64())
 	})
+	lw.decided(&t)
+	return t
 }
 
 // undo drops attempt a's hold on every node that did not refuse it, failed
 // ones included, except a semaphore's grants of permit keep (-1: none). A
-// node still running is undone by Late when it answers, never before.
+// node still running is undone by Late when it answers, never before. Its
+// failed calls are reported to a's observers as a's op.
 func (a *acquisition) undo(ctx context.Context, t *quorum.Tally[[]int64], keep int) {
 	r := round[int64](a.c, &a.cfg)
 	r.Decided = func(*quorum.Tally[int64]) bool { return false }
-	r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[int64] {
+	u := r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[int64] {
 		v := t.Votes[n]
 		kept := keep >= 0 && v.Outcome == quorum.Granted && a.permitOf(v) == keep
 		if v.Outcome == quorum.Refused || t.Abandoned(n) || kept {
@@ -57,15 +61,26 @@ func (a *acquisition) undo(ctx context.Context, t *quorum.Tally[[]int64], keep i
 		}
 		return releaseVote(a.c.exec(ctx, n, a.grantedOn(v).releaseCall(undoHold, nil)).Int64())
 	})
+	nodeFailures(ctx, a, a.op, &u)
 }
 
 // errInFlight is the vote, in an Unlock, of a node whose acquire call had
 // not answered yet: it is released when that call returns.
 var errInFlight = errors.New("redlock: acquire still in flight on this node; released when it answers")
 
-// releaseOn runs release.lua on node n alone, for a late answer.
-func (a *acquisition) releaseOn(n int, kind releaseKind, tokens []int64) {
-	a.c.execAlone(context.Background(), n, a.releaseCall(kind, tokens))
+// releaseOn runs release.lua on node n alone, for a late answer, and
+// reports its failure to a's observers, through ctx (its cancellation
+// dropped): as an Unlock's, or for an undo as a's op.
+func (a *acquisition) releaseOn(ctx context.Context, n int, kind releaseKind, tokens []int64) {
+	ctx = context.WithoutCancel(ctx)
+	err := a.c.execAlone(ctx, n, a.releaseCall(kind, tokens))
+	if err != nil {
+		op := "unlock"
+		if kind == undoHold {
+			op = a.op
+		}
+		a.reportFailure(ctx, op, n, err)
+	}
 }
 
 // releaseCall is release.lua's call for kind — rrelease.lua's for a reader;

@@ -69,13 +69,15 @@ func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
 // every attempt, whatever the wait: the node cannot tell when it started
 // (INFO refused to the user), it is a replica, or the server refuses the
 // user the commands the library needs (NOPERM), or it is a cluster another
-// member already reaches (ErrSameCluster). Timeouts, refused
+// member already reaches (ErrSameCluster), or it refuses to set up a
+// connection for a reason only a change of settings mends (refusedSetup: a
+// wrong password or DB, a failed TLS handshake). Timeouts, refused
 // connections, restarts and held locks are not lasting: they heal.
 func lasting(err error) bool {
 	switch {
 	case err == nil:
 		return false
-	case errors.Is(err, ErrStartUnknown), errors.Is(err, ErrReplica), errors.Is(err, ErrSameCluster):
+	case errors.Is(err, ErrStartUnknown), errors.Is(err, ErrReplica), errors.Is(err, ErrSameCluster), refusedSetup(err):
 		return true
 	}
 	var re redis.Error

@@ -17,7 +17,8 @@ func TestNewRefusesBadInput(t *testing.T) {
 	a := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	b := redis.NewClient(&redis.Options{Addr: "127.0.0.1:2"})
 	aAlias := redis.NewClient(&redis.Options{Addr: "localhost:1", DB: 3})
-	t.Cleanup(func() { a.Close(); b.Close(); aAlias.Close() })
+	failover := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:3"}})
+	t.Cleanup(func() { a.Close(); b.Close(); aAlias.Close(); failover.Close() })
 	var typedNil *redis.Client
 	cases := []struct {
 		name  string
@@ -30,6 +31,7 @@ func TestNewRefusesBadInput(t *testing.T) {
 		{"typed nil node", []redis.UniversalClient{a, typedNil}, nil, "node 1 is nil"},
 		{"same client twice", []redis.UniversalClient{a, b, a}, nil, "same master"},
 		{"same address twice", []redis.UniversalClient{a, aAlias}, nil, "same master"},
+		{"a Sentinel failover client", []redis.UniversalClient{a, b, failover}, nil, "node 2 is a Sentinel failover client"},
 		{"zero TTL", []redis.UniversalClient{a}, []redlock.Option{redlock.WithTTL(0)}, "TTL"},
 		{"negative TTL", []redis.UniversalClient{a}, []redlock.Option{redlock.WithTTL(-time.Second)}, "TTL"},
 		{"TTL within drift+timeout", []redis.UniversalClient{a},

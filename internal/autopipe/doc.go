@@ -30,6 +30,9 @@
 //     Pipe is closed (ErrClosed), or ctx had ended before the call's batch
 //     formed — a call whose caller has gone is never written. So a
 //     follow-up after a timeout (an undo, a release) needs a fresh ctx.
+//     Or the server refused to set up the batch's connection (ErrSetup,
+//     with the server's answer: WRONGPASS, SELECT's error), which go-redis
+//     would leave off the commands, as an empty reply.
 //
 // A stuck batch (a blackholed master) holds up only its own Pipe, and only
 // until every one of its callers has passed its deadline: the batch is then

@@ -53,3 +53,19 @@ func (e *abandonedError) Error() string {
 }
 func (e *abandonedError) Is(target error) bool { return target == ErrAbandoned }
 func (e *abandonedError) Unwrap() error        { return e.cause }
+
+// ErrSetup matches (errors.Is) the error of every command of a batch whose
+// connection could not be set up: the server refused the handshake go-redis
+// runs on a new connection — a wrong password (WRONGPASS), a DB the server
+// does not have (SELECT's error). Nothing was written: the error matches
+// ErrNotSent too, and wraps the server's answer, whose text it keeps.
+var ErrSetup = errors.New("autopipe: connection not set up")
+
+// setupError is the error of a command whose connection was not set up.
+type setupError struct{ cause error }
+
+func (e *setupError) Error() string { return "autopipe: connection not set up: " + e.cause.Error() }
+
+func (e *setupError) Is(target error) bool { return target == ErrSetup || target == ErrNotSent }
+
+func (e *setupError) Unwrap() error { return e.cause }

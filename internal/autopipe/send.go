@@ -130,8 +130,9 @@ func (p *Pipe) run(b *batch) bool {
 		ctx, cancel := p.batchContext(latest)
 		p.watch(b, latest)
 		_ = b.pl.BatchProcess(ctx, b.cmds...)
-		_, _ = b.pl.Exec(ctx)
+		_, err := b.pl.Exec(ctx)
 		cancel()
+		unread(b.cmds, err)
 		keep = p.landed(b)
 		p.inFlight.Add(-1)
 		for _, c := range kept {
@@ -159,6 +160,26 @@ func (p *Pipe) batchContext(latest time.Time) (context.Context, context.CancelFu
 		return context.Background(), func() {}
 	}
 	return context.WithDeadline(context.Background(), latest.Add(p.lateWindow))
+}
+
+// unread sets on every command of a batch that was never read — neither
+// a reply nor an error — err, the batch's error, as a setup error: go-redis
+// leaves a Redis error from setting up the batch's connection (its
+// handshake: AUTH, HELLO, SELECT) off the commands, as if it were one
+// command's reply, and the caller would see an empty reply instead.
+func unread(cmds []redis.Cmder, err error) {
+	if err == nil {
+		return
+	}
+	var setup error
+	for _, c := range cmds {
+		if cmd, ok := c.(*redis.Cmd); ok && cmd.Err() == nil && cmd.Val() == nil {
+			if setup == nil {
+				setup = &setupError{cause: err}
+			}
+			cmd.SetErr(setup)
+		}
+	}
 }
 
 // latestDeadline is the latest deadline of calls, or zero if one has none.
