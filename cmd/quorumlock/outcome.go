@@ -35,7 +35,7 @@ func countVotes(votes []redlock.NodeVote) voteCount {
 		case errors.Is(v.Err, redlock.ErrNodeRestarted):
 			k.guarded++
 		case nodeBroken(v.Err):
-			k.broken = append(k.broken, fmt.Sprintf("node %d (%s): %v", v.Node+1, redactAddr(v.Addr), oneLine(v.Err)))
+			k.broken = append(k.broken, fmt.Sprintf("node %d (%s): %v", v.Node, redactAddr(v.Addr), oneLine(v.Err)))
 		}
 	}
 	return k
