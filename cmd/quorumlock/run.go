@@ -78,7 +78,21 @@ func (f *runFlags) check(fs *flag.FlagSet) ([]string, error) {
 		return nil, fmt.Errorf("--conflict-exit-code %d must be in [0, 255]", f.conflict)
 	}
 	f.guardSet = given["restart-guard"]
-	return addrs, errors.Join(positive("ttl", f.ttl), positive("grace", f.grace), positive("node-timeout", f.nodeTimeout))
+	return addrs, errors.Join(positive("ttl", f.ttl), positive("grace", f.grace), positive("node-timeout", f.nodeTimeout),
+		atMost("ttl", f.ttl, maxTTL), atMost("wait", f.wait, redlock.MaxDuration), atMost("grace", f.grace, redlock.MaxDuration),
+		atMost("node-timeout", f.nodeTimeout, redlock.MaxDuration), atMost("restart-guard", f.guard, redlock.MaxDuration))
+}
+
+// maxTTL bounds --ttl: the fencing state is kept fenceRetention(ttl), at
+// most redlock.MaxDuration.
+const maxTTL = redlock.MaxDuration / 2
+
+// fenceRetention is how long run's fencing state outlives the lock's last
+// grant or release: the library's default, or twice the TTL when that is
+// longer — the library refuses a retention not longer than the TTL, and
+// run has no flag for it.
+func fenceRetention(ttl time.Duration) time.Duration {
+	return max(redlock.DefaultFenceRetention, 2*ttl)
 }
 
 func (c *cli) run(args []string) int {
@@ -131,7 +145,7 @@ const clusterProbe = 500 * time.Millisecond
 // options are the Client's options for f.
 func (f *runFlags) options(c *cli) []redlock.Option {
 	opts := []redlock.Option{redlock.WithTTL(f.ttl), redlock.WithNodeTimeout(f.nodeTimeout),
-		redlock.WithPrefix(f.prefix), redlock.WithAutoRenew(true), redlock.WithObserver(c.lockLog())}
+		redlock.WithFenceRetention(fenceRetention(f.ttl)), redlock.WithPrefix(f.prefix), redlock.WithAutoRenew(true), redlock.WithObserver(c.lockLog())}
 	if f.guardSet {
 		opts = append(opts, redlock.WithRestartGuard(f.guard))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"time"
@@ -123,7 +124,8 @@ func (f *statusFlags) check(fs *flag.FlagSet) ([]string, error) {
 	if f.guard < 0 {
 		return nil, fmt.Errorf("--restart-guard %v must not be negative", f.guard)
 	}
-	return addrs, positive("timeout", f.timeout)
+	return addrs, errors.Join(positive("timeout", f.timeout), atMost("timeout", f.timeout, redlock.MaxDuration),
+		atMost("restart-guard", f.guard, redlock.MaxDuration))
 }
 
 var statusUsage = `Usage: quorumlock status --nodes host:port,... --key K [--limit N] [--json]
