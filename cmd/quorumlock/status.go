@@ -30,8 +30,10 @@ type holderStatus struct {
 type nodeStatus struct {
 	holderStatus
 	masterAge
-	Readers int      `json:"readers"` // readers whose lease has not ended on the node's clock
-	readers []string // their members
+	Readers int           `json:"readers"` // readers whose lease has not ended on the node's clock
+	readers []string      // their members
+	start   nodeStart     // what it said of its start
+	record  time.Duration // the longest TTL record of the locks it holds
 }
 
 // An agreement is the owner that most nodes hold a lock for, and whether
@@ -61,10 +63,10 @@ type lockStatus struct {
 // statusFlags are status's flags.
 type statusFlags struct {
 	target
-	json    bool
-	timeout time.Duration
-	limit   int
-	guard   time.Duration
+	guardSetting // --ttl and --restart-guard: the run whose guard status shows
+	json         bool
+	timeout      time.Duration
+	limit        int
 }
 
 func (c *cli) status(args []string) int {
@@ -73,7 +75,8 @@ func (c *cli) status(args []string) int {
 	f.target.register(fs, c.getenv, "the lock's `name` (required)")
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of a table")
 	fs.DurationVar(&f.timeout, "timeout", defaultStatusTimeout, "timeout of the query to each node")
-	fs.DurationVar(&f.guard, "restart-guard", redlock.DefaultTTL, "show each master's age against this restart `guard` (run's --restart-guard; by default at least its --ttl, and redlock.MaxRestartGuard while no master has been up that long)")
+	fs.DurationVar(&f.ttl, "ttl", redlock.DefaultTTL, "show the restart guard that a run with this --ttl meets")
+	fs.DurationVar(&f.guard, "restart-guard", 0, "show the restart guard that a run with this --restart-guard meets (default: run's default guard)")
 	fs.IntVar(&f.limit, "limit", 0, fmt.Sprintf("also show the `N` permits of --key's semaphore (1 to %d), as run --limit N holds them", redlock.MaxLimit))
 	if code, ok := c.parse(fs, statusUsage, args); !ok {
 		return code
@@ -112,9 +115,10 @@ func (f *statusFlags) check(fs *flag.FlagSet) ([]string, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	given := false
-	fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == "limit" })
-	if given && (f.limit < 1 || f.limit > redlock.MaxLimit) {
+	given := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	f.guardSet = given["restart-guard"]
+	if given["limit"] && (f.limit < 1 || f.limit > redlock.MaxLimit) {
 		return nil, fmt.Errorf("--limit %d must be in [1, %d]", f.limit, redlock.MaxLimit)
 	}
 	addrs, err := f.target.check()
@@ -125,7 +129,7 @@ func (f *statusFlags) check(fs *flag.FlagSet) ([]string, error) {
 		return nil, fmt.Errorf("--restart-guard %v must not be negative", f.guard)
 	}
 	return addrs, errors.Join(positive("timeout", f.timeout), atMost("timeout", f.timeout, redlock.MaxDuration),
-		atMost("restart-guard", f.guard, redlock.MaxDuration))
+		positive("ttl", f.ttl), atMost("ttl", f.ttl, maxTTL), atMost("restart-guard", f.guard, redlock.MaxDuration))
 }
 
 var statusUsage = `Usage: quorumlock status --nodes host:port,... --key K [--limit N] [--json]
@@ -139,12 +143,15 @@ nodes has them (the key is then "shared"). When fewer than a majority
 answered, whether K is held and how many read it is "unknown" (in --json,
 held and readers are then the string "unknown").
 
-It also shows each master's uptime (UP) against the restart guard
-(--restart-guard; run's default is at least its --ttl — the longest TTL in
-use on the key — and ` + redlock.MaxRestartGuard.String() + ` while no master has been up that
-long or is vouched for) and whether 'quorumlock
-trust' vouched for it (GUARD: counts, vouched, or how long until it counts),
-and when a majority of masters will count for a new lock.
+It also shows each master's uptime (UP) against the restart guard that a
+run with the same --ttl and --restart-guard meets, whether 'quorumlock
+trust' vouched for it (GUARD: counts, vouched, or how long until it
+counts), and when a majority of masters will count for a new lock: the
+library's own computation (redlock.ViewRestartGuard), which run's exit
+status 76 reports too. Without --restart-guard, that is run's default
+guard: the longest TTL in use on the key (its locks' TTL records), at least
+--ttl, at most ` + redlock.MaxRestartGuard.String() + ` unless --ttl is longer — and ` + redlock.MaxRestartGuard.String() + ` (or --ttl, if
+longer) while no master has been up that long or is vouched for.
 
 With --limit N, also show the semaphore of name K that run --limit N
 holds: the limit its holders were granted with and the waiters in line on
