@@ -12,14 +12,14 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// query asks every node in parallel, each in one round trip under
+// queryOnce asks every node in parallel, each in one round trip under
 // --timeout, waits for all (errgroup), and tallies. A node's failure is
 // its row of the table, so it stops none of the others.
-func query(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
+func queryOnce(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
 	names := redlock.Keys(f.prefix, f.key)
 	n := len(ns.clients)
 	st := &lockStatus{Key: f.key, LockKey: names.Lock, FenceKey: names.Fence, ReadersKey: names.Readers,
-		Nodes: make([]nodeStatus, n), Need: quorum.Majority(n)}
+		Nodes: make([]nodeStatus, n), Need: quorum.Majority(n), limitKey: redlock.LimitKey(f.prefix, f.key)}
 	if f.limit > 0 {
 		st.Semaphore = newSemaphore(f.prefix, f.key, f.limit, n)
 	}
@@ -52,8 +52,11 @@ func (st *lockStatus) queryNode(ctx context.Context, rdb *redis.Client, i int, t
 	now := pipe.Time(ctx)
 	readers := pipe.ZRangeWithScores(ctx, st.ReadersKey, 0, -1)
 	var permits func()
+	var limit *redis.StringCmd
 	if st.Semaphore != nil {
 		permits = st.Semaphore.queue(ctx, pipe, i)
+	} else {
+		limit = pipe.Get(ctx, st.limitKey) // a semaphore of the name (detectLimit)
 	}
 	record := queueRecords(ctx, pipe, st.locks())
 	info := pipe.InfoMap(ctx, "server")
@@ -76,6 +79,9 @@ func (st *lockStatus) queryNode(ctx context.Context, rdb *redis.Client, i int, t
 	st.Nodes[i].Readers = len(st.Nodes[i].readers)
 	if permits != nil {
 		permits()
+	}
+	if limit != nil {
+		st.Nodes[i].limit, _ = limit.Int()
 	}
 	return true
 }

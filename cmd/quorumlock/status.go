@@ -34,6 +34,7 @@ type nodeStatus struct {
 	readers []string      // their members
 	start   nodeStart     // what it said of its start
 	record  time.Duration // the longest TTL record of the locks it holds
+	limit   int           // without --limit: the limit recorded for a semaphore of the name; 0 if none
 }
 
 // An agreement is the owner that most nodes hold a lock for, and whether
@@ -57,7 +58,8 @@ type lockStatus struct {
 	agreement               // on the writer
 	Readers    count        `json:"readers"`             // readers live on a majority of nodes; unknown if no majority answered
 	Guard      *guardStatus `json:"restart_guard"`       // the masters' age against the restart guard
-	Semaphore  *semaphore   `json:"semaphore,omitempty"` // with --limit
+	Semaphore  *semaphore   `json:"semaphore,omitempty"` // with --limit, or when the nodes record a limit for the name
+	limitKey   string       // the record of the limit of a semaphore of the name
 }
 
 // statusFlags are status's flags.
@@ -156,7 +158,11 @@ longer) while no master has been up that long or is vouched for.
 With --limit N, also show the semaphore of name K that run --limit N
 holds: the limit its holders were granted with and the waiters in line on
 each node, then for each permit 0 to N-1 each node's owner, TTL, holds and
-fencing counter, and whether a majority holds the permit.
+fencing counter, and whether a majority holds the permit. Without --limit,
+status reads the limit recorded for a semaphore of name K on the nodes,
+and if there is one shows its permits the same way (in --json,
+semaphore.detected is true): permits of K held by run --limit are never
+shown as a free K; the verdict line then says how many are held.
 
 Each node is queried in one round trip, all in parallel, under --timeout.
 A node of a Redis Cluster (redis_mode:cluster) is asked again where K
