@@ -46,8 +46,11 @@ func (f *runFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.DurationVar(&f.wait, "wait", 0, "how long to wait for the lock when it is held; 0 makes a single attempt, as flock -n")
 	fs.DurationVar(&f.grace, "grace", defaultGrace, "after the lock is lost, time between SIGTERM and SIGKILL to CMD")
 	fs.DurationVar(&f.nodeTimeout, "node-timeout", redlock.DefaultNodeTimeout, "timeout of every lock call to one node")
-	fs.DurationVar(&f.guard, "restart-guard", 0, "count a master's grants only once its process has been up this long "+
-		"(default: --ttl); must cover the longest TTL of every client of these masters; 0 turns restart detection off")
+	fs.DurationVar(&f.guard, "restart-guard", 0, "count a master's grants only once its process has been up this long; "+
+		"must cover the longest TTL of every client of these masters; 0 turns restart detection off "+
+		"(default: the longest TTL in use on the key, at least --ttl, at most "+redlock.MaxRestartGuard.String()+" unless --ttl is longer; "+
+		redlock.MaxRestartGuard.String()+", or --ttl if longer, while no master has been up that long or is vouched for — "+
+		"'quorumlock status' shows it)")
 	fs.IntVar(&f.conflict, "conflict-exit-code", exitTempFail, "exit `status` when the lock is held elsewhere (as flock -E)")
 	fs.IntVar(&f.conflict, "E", exitTempFail, "short for --conflict-exit-code")
 	fs.BoolVar(&f.killGroup, "kill-group", false, "when CMD exits, send what is left of its process group SIGTERM (SIGKILL after --grace) "+
