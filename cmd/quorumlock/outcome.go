@@ -92,7 +92,10 @@ func (c *cli) notObtained(ns *nodeSet, f *runFlags, err error, deadline time.Tim
 // the keys' TTL records, and counts as status does (guardSetting.view), so
 // that the same state always gives the same guard, count and wait.
 func (c *cli) guardAdvice(ns *nodeSet, f *runFlags, deadline time.Time) string {
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	// The masters answered a moment ago; a single attempt leaves next to
+	// nothing of its budget, and a master that misses it would change
+	// the count: the read gets startsBudget at least.
+	ctx, cancel := context.WithDeadline(context.Background(), later(deadline, time.Now().Add(startsBudget(f.nodeTimeout))))
 	defer cancel()
 	starts, longest := ns.starts(ctx, f.claim.locks(f.prefix))
 	v, err := f.guardSetting().view(starts, longest)
@@ -101,14 +104,32 @@ func (c *cli) guardAdvice(ns *nodeSet, f *runFlags, deadline time.Time) string {
 	}
 	n := len(ns.clients)
 	young := n - v.Counted - v.Unknown
+	unknown := ""
+	if v.Unknown > 0 {
+		unknown = fmt.Sprintf(" (%d did not say when they started)", v.Unknown)
+	}
 	wait := "until a majority of them has been up that long"
 	if v.Wait > 0 {
 		w := v.Wait.Round(time.Second)
 		wait = fmt.Sprintf("%v, until a majority has been up that long (or run with --wait %v)", w, w+time.Second)
 	}
-	return fmt.Sprintf("%d of %d masters started less than the restart guard (%v) ago, and their grants do not count yet: "+
+	return fmt.Sprintf("%d of %d masters started less than the restart guard (%v) ago%s, and their grants do not count yet: "+
 		"if they are a new deployment, vouch for them once with 'quorumlock trust --nodes ...'; otherwise wait %s",
-		young, n, v.Guard, wait)
+		young, n, v.Guard, unknown, wait)
+}
+
+// startsBudget is the least time exit 76 gives the read of the masters'
+// starts: the node timeout, at least 100ms.
+func startsBudget(nodeTimeout time.Duration) time.Duration {
+	return max(nodeTimeout, 100*time.Millisecond)
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // guardSetting is the restart guard of run's Client.
