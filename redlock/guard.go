@@ -77,10 +77,18 @@ func (g *guardRound) decided(inner func(*quorum.Tally[[]int64]) bool) func(*quor
 func (g *guardRound) guard(ttl time.Duration) time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.fromOld {
+	return defaultGuard(ttl, g.longest, g.fromOld)
+}
+
+// defaultGuard is the default restart guard for an acquisition with ttl
+// whose nodes record longest as the longest TTL in use on the key, when
+// a node old enough to have kept every live lease answered (fromOld) or
+// not; ViewRestartGuard shows it.
+func defaultGuard(ttl, longest time.Duration, fromOld bool) time.Duration {
+	if !fromOld {
 		return oldAge(ttl)
 	}
-	return max(ttl, min(g.longest, oldAge(ttl)))
+	return max(ttl, min(longest, oldAge(ttl)))
 }
 
 // A youngGrant is the vote error of a grant from a node up for less than

@@ -42,6 +42,7 @@ func TestRunNodeErrorsAreNotHeldElsewhere(t *testing.T) {
 			if code != exitNodeError || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "fix") {
 				t.Errorf("status %d, stderr %q; want %d naming %s and what to fix", code, stderr, exitNodeError, tc.want)
 			}
+			checkNodeNumbers(t, stderr, lab.Addrs())
 		})
 	}
 }

@@ -52,17 +52,17 @@ func (s *demoFaults) killAndRestart(ctx context.Context, d *demoRun) {
 	}
 	d.emb.kill(killedNode)
 	s.set(func() { s.killedAt = time.Since(d.start) })
-	d.progress("node %d (%s) killed", killedNode+1, d.emb.addrs[killedNode])
+	d.progress("node %d (%s) killed", killedNode, d.emb.addrs[killedNode])
 	if sleepCtx(ctx, time.Until(d.start.Add(restart))) != nil {
 		return
 	}
 	err := d.emb.restart(killedNode)
 	s.set(func() { s.restartedAt, s.restartErr = time.Since(d.start), err })
 	if err != nil {
-		d.progress("node %d not restarted: %v", killedNode+1, err)
+		d.progress("node %d not restarted: %v", killedNode, err)
 		return
 	}
-	d.progress("node %d restarted empty, more than a TTL after it was killed", killedNode+1)
+	d.progress("node %d restarted empty, more than a TTL after it was killed", killedNode)
 }
 
 // crashingHolder is another process: at the faults' time it takes the

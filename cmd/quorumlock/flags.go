@@ -99,6 +99,17 @@ func (t *target) check() ([]string, error) {
 	return t.addrs()
 }
 
+// atMost returns an error naming flag when d is longer than limit: a
+// duration flag is refused beyond redlock.MaxDuration (or less, where a
+// setting derived from it must fit), as the library refuses such options,
+// so that no deadline derived from it overflows.
+func atMost(flag string, d, limit time.Duration) error {
+	if d > limit {
+		return fmt.Errorf("--%s %v must be at most %v", flag, d, limit)
+	}
+	return nil
+}
+
 // positive returns an error naming flag when d is not positive.
 func positive(flag string, d time.Duration) error {
 	if d <= 0 {

@@ -33,6 +33,12 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"run", "--nodes", "a:1", "--key", "k", "--ttl", "0s", "--", "true"}, "--ttl 0s must be positive"},
 		{[]string{"run", "--nodes", "a:1", "--key", "k", "--wait", "-1s", "--", "true"}, "--wait -1s must not be negative"},
 		{[]string{"run", "--nodes", "a:1", "--key", "k", "--ttl", "ten", "--", "true"}, `invalid value "ten" for flag -ttl`},
+		// Beyond redlock.MaxDuration a deadline derived from the flag overflows.
+		{[]string{"run", "--nodes", "a:1", "--key", "k", "--wait", "2562047h47m16.8s", "--", "true"}, "--wait 2562047h47m16.8s must be at most 8760h0m0s"},
+		{[]string{"run", "--nodes", "a:1", "--key", "k", "--grace", "8761h", "--", "true"}, "--grace 8761h0m0s must be at most 8760h0m0s"},
+		{[]string{"run", "--nodes", "a:1", "--key", "k", "--restart-guard", "8761h", "--", "true"}, "--restart-guard 8761h0m0s must be at most 8760h0m0s"},
+		{[]string{"run", "--nodes", "a:1", "--key", "k", "--ttl", "4381h", "--", "true"}, "--ttl 4381h0m0s must be at most 4380h0m0s"},
+		{[]string{"status", "--nodes", "a:1", "--key", "k", "--timeout", "8761h"}, "--timeout 8761h0m0s must be at most 8760h0m0s"},
 		{[]string{"run", "--nodes", "a:1,a:1", "--key", "k", "--", "true"}, "same master"},
 		{[]string{"run", "--nodes", "a:1", "--key", "k", "--ttl", "10ms", "--", "true"}, "too short"},
 		{[]string{"run", "--nodes", "redis://a:b:c", "--key", "k", "--", "true"}, `bad node address "redis://a:b:c"`},

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/quorum"
@@ -26,38 +26,40 @@ type guardStatus struct {
 	Unknown     int   `json:"unknown"` // masters that did not say when they started
 }
 
-// setStart records node i's start under guard.
-func (st *lockStatus) setStart(i int, s nodeStart, guard time.Duration) {
-	n := &st.Nodes[i].masterAge
+// setStart records node i's start, and the longest TTL record of the
+// locks it holds (queueRecords).
+func (st *lockStatus) setStart(i int, s nodeStart, record time.Duration) {
+	n := &st.Nodes[i]
+	n.start, n.record = s, record
 	if s.err != nil {
 		n.StartError = s.err.Error()
 		return
 	}
 	n.RunID, n.UptimeSeconds, n.Vouched = s.runID, int64(s.uptime/time.Second), s.vouched
-	n.GuardLeftMillis = s.guardLeft(guard).Milliseconds()
 }
 
-// tallyGuard counts the masters that count under guard, and how long until
-// a majority does.
-func (st *lockStatus) tallyGuard(guard time.Duration) {
-	g := &guardStatus{GuardMillis: guard.Milliseconds()}
-	var left []int64
-	for _, n := range st.Nodes {
-		switch {
-		case !n.Reachable || n.StartError != "":
-			g.Unknown++
-		case n.GuardLeftMillis == 0:
-			g.Counted++
-			left = append(left, 0)
-		default:
-			left = append(left, n.GuardLeftMillis)
+// tallyGuard sets each master's time left against the restart guard that
+// a run with g meets, and how long until a majority counts: the library's
+// computation (guardSetting.view), as run's exit status 76 says it.
+func (st *lockStatus) tallyGuard(g guardSetting) {
+	starts := make([]nodeStart, len(st.Nodes))
+	var longest time.Duration
+	for i, n := range st.Nodes {
+		starts[i], longest = n.start, max(longest, n.record)
+		if !n.Reachable {
+			starts[i] = nodeStart{err: errors.New("not reachable")}
 		}
 	}
-	slices.Sort(left)
-	if need := quorum.Majority(len(st.Nodes)); len(left) >= need {
-		g.WaitMillis = left[need-1]
+	v, err := g.view(starts, longest)
+	if err != nil { // the flags were checked: a bug
+		st.Guard = &guardStatus{}
+		return
 	}
-	st.Guard = g
+	st.Guard = &guardStatus{GuardMillis: v.Guard.Milliseconds(), Counted: v.Counted, Unknown: v.Unknown,
+		WaitMillis: max(0, v.Wait.Milliseconds())}
+	for i := range st.Nodes {
+		st.Nodes[i].GuardLeftMillis = v.Left[i].Milliseconds()
+	}
 }
 
 // guardLine says in one line whether a new lock's grants count now.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -35,7 +34,7 @@ func countVotes(votes []redlock.NodeVote) voteCount {
 		case errors.Is(v.Err, redlock.ErrNodeRestarted):
 			k.guarded++
 		case nodeBroken(v.Err):
-			k.broken = append(k.broken, fmt.Sprintf("node %d (%s): %v", v.Node+1, redactAddr(v.Addr), oneLine(v.Err)))
+			k.broken = append(k.broken, fmt.Sprintf("node %d (%s): %v", v.Node, redactAddr(v.Addr), oneLine(v.Err)))
 		}
 	}
 	return k
@@ -72,7 +71,7 @@ func (c *cli) notObtained(ns *nodeSet, f *runFlags, err error, deadline time.Tim
 	case k.refused > n-need:
 		return f.conflict, "held elsewhere: " + why
 	case k.guarded > 0 && k.granted+k.guarded >= need:
-		return exitRestartGuard, c.guardAdvice(ns, f, k.guarded, deadline)
+		return exitRestartGuard, c.guardAdvice(ns, f, deadline)
 	case len(k.broken) > 0:
 		return exitNodeError, fmt.Sprintf("%d of %d nodes answered with an error; fix them (memory, replica, ACL): %s",
 			len(k.broken), n, strings.Join(k.broken, "; "))
@@ -87,46 +86,55 @@ func (c *cli) notObtained(ns *nodeSet, f *runFlags, err error, deadline time.Tim
 	return f.conflict, "held elsewhere: " + why
 }
 
-// guardAdvice says that guarded masters' grants do not count yet, and what
-// to do: vouch for a new deployment, or wait until a majority has been up
-// for the guard (read from the nodes' uptime).
-func (c *cli) guardAdvice(ns *nodeSet, f *runFlags, guarded int, deadline time.Time) string {
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+// guardAdvice says that masters' grants do not count yet under the restart
+// guard, and what to do: vouch for a new deployment, or wait until a
+// majority has been up for the guard. It reads the masters' starts and
+// the keys' TTL records, and counts as status does (guardSetting.view), so
+// that the same state always gives the same guard, count and wait.
+func (c *cli) guardAdvice(ns *nodeSet, f *runFlags, deadline time.Time) string {
+	// The masters answered a moment ago; a single attempt leaves next to
+	// nothing of its budget, and a master that misses it would change
+	// the count: the read gets startsBudget at least.
+	ctx, cancel := context.WithDeadline(context.Background(), later(deadline, time.Now().Add(startsBudget(f.nodeTimeout))))
 	defer cancel()
-	starts := ns.starts(ctx)
-	guard := f.restartGuard(starts)
-	var left []time.Duration
-	for _, s := range starts {
-		if s.err == nil {
-			left = append(left, s.guardLeft(guard))
-		}
+	starts, longest := ns.starts(ctx, f.claim.locks(f.prefix))
+	v, err := f.guardSetting().view(starts, longest)
+	if err != nil {
+		return "masters within the restart guard: " + oneLine(err)
+	}
+	n := len(ns.clients)
+	young := n - v.Counted - v.Unknown
+	unknown := ""
+	if v.Unknown > 0 {
+		unknown = fmt.Sprintf(" (%d did not say when they started)", v.Unknown)
 	}
 	wait := "until a majority of them has been up that long"
-	if need := quorum.Majority(len(ns.clients)); len(left) >= need {
-		slices.Sort(left)
-		wait = fmt.Sprintf("%v, until a majority has been up that long (or run with --wait %v)",
-			left[need-1].Round(time.Second), (left[need-1] + time.Second).Round(time.Second))
+	if v.Wait > 0 {
+		w := v.Wait.Round(time.Second)
+		wait = fmt.Sprintf("%v, until a majority has been up that long (or run with --wait %v)", w, w+time.Second)
 	}
-	return fmt.Sprintf("%d of %d masters started less than the restart guard (%v) ago, and their grants do not count yet: "+
+	return fmt.Sprintf("%d of %d masters started less than the restart guard (%v) ago%s, and their grants do not count yet: "+
 		"if they are a new deployment, vouch for them once with 'quorumlock trust --nodes ...'; otherwise wait %s",
-		guarded, len(ns.clients), guard, wait)
+		young, n, v.Guard, unknown, wait)
 }
 
-// restartGuard is the guard run's Client uses, as far as the masters'
-// starts show it: --restart-guard; else the library's default — the TTL
-// (at least: a longer TTL in use on the key raises it) while some master
-// has been up for redlock.MaxRestartGuard or is vouched for, and
-// MaxRestartGuard (or the TTL, if longer) while none is.
-func (f *runFlags) restartGuard(starts []nodeStart) time.Duration {
-	if f.guardSet {
-		return f.guard
+// startsBudget is the least time exit 76 gives the read of the masters'
+// starts: the node timeout, at least 100ms.
+func startsBudget(nodeTimeout time.Duration) time.Duration {
+	return max(nodeTimeout, 100*time.Millisecond)
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
 	}
-	for _, s := range starts {
-		if s.err == nil && (s.vouched || s.uptime >= max(redlock.MaxRestartGuard, f.ttl)) {
-			return f.ttl
-		}
-	}
-	return max(redlock.MaxRestartGuard, f.ttl)
+	return b
+}
+
+// guardSetting is the restart guard of run's Client.
+func (f *runFlags) guardSetting() guardSetting {
+	return guardSetting{ttl: f.ttl, guard: f.guard, guardSet: f.guardSet}
 }
 
 // oneLine joins the lines of err's message (a context error joined with a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/redlock"
@@ -19,6 +20,9 @@ type semaphore struct {
 	Nodes    []semaphoreNode `json:"nodes"`
 	Permits  []permitStatus  `json:"permits"`
 	Held     int             `json:"held"` // permits held on a majority
+	// Detected: status was not given --limit, and read Limit from the
+	// nodes' limit record (the largest one).
+	Detected bool `json:"detected,omitempty"`
 }
 
 // A semaphoreNode is what one node says about a semaphore as a whole.
@@ -133,4 +137,44 @@ func printSemaphore(w io.Writer, s *semaphore, st *lockStatus) error {
 		}
 	}
 	return nil
+}
+
+// query is queryOnce, then, without --limit, once more with the limit the
+// nodes record for a semaphore of the name, if any: permits of --key held
+// by run --limit must not read as a free key.
+func query(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
+	st := queryOnce(ctx, ns, f)
+	if f.limit > 0 {
+		return st
+	}
+	limit := 0
+	for _, n := range st.Nodes {
+		if n.limit >= 1 && n.limit <= redlock.MaxLimit {
+			limit = max(limit, n.limit)
+		}
+	}
+	if limit == 0 {
+		return st
+	}
+	again := *f
+	again.limit = limit
+	st = queryOnce(ctx, ns, &again)
+	st.Semaphore.Detected = true
+	return st
+}
+
+// semaphoreLine says, when no node holds the key as a lock but a node
+// holds a permit of the semaphore of the same name, how many permits a
+// majority holds; "" otherwise (the verdict on the key says it all).
+func semaphoreLine(st *lockStatus) string {
+	s := st.Semaphore
+	if s == nil || st.Holders > 0 || !slices.ContainsFunc(s.Permits, func(p permitStatus) bool { return p.Holders > 0 }) {
+		return ""
+	}
+	from := "--limit"
+	if s.Detected {
+		from = "read from the nodes"
+	}
+	return fmt.Sprintf("permits held: %d of %d permits of semaphore %q held on a majority (limit %d, %s); no node holds %q as a lock",
+		s.Held, s.Limit, s.Name, s.Limit, from, st.Key)
 }

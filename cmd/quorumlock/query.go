@@ -12,14 +12,14 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// query asks every node in parallel, each in one round trip under
+// queryOnce asks every node in parallel, each in one round trip under
 // --timeout, waits for all (errgroup), and tallies. A node's failure is
 // its row of the table, so it stops none of the others.
-func query(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
+func queryOnce(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
 	names := redlock.Keys(f.prefix, f.key)
 	n := len(ns.clients)
 	st := &lockStatus{Key: f.key, LockKey: names.Lock, FenceKey: names.Fence, ReadersKey: names.Readers,
-		Nodes: make([]nodeStatus, n), Need: quorum.Majority(n)}
+		Nodes: make([]nodeStatus, n), Need: quorum.Majority(n), limitKey: redlock.LimitKey(f.prefix, f.key)}
 	if f.limit > 0 {
 		st.Semaphore = newSemaphore(f.prefix, f.key, f.limit, n)
 	}
@@ -29,8 +29,8 @@ func query(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
 			ctx, cancel := context.WithTimeout(ctx, f.timeout)
 			defer cancel()
 			addr := redactAddr(ns.addrs[i])
-			if !st.queryNode(ctx, rdb, i, f.guard, redlock.TrustKey) {
-				addr += st.queryOwner(ctx, rdb, i, f.guard) // a cluster node (cluster.go)
+			if !st.queryNode(ctx, rdb, i, redlock.TrustKey) {
+				addr += st.queryOwner(ctx, rdb, i) // a cluster node (cluster.go)
 			}
 			st.setAddr(i, addr)
 			return nil
@@ -38,7 +38,7 @@ func query(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
 	}
 	_ = g.Wait() // nothing to report: each node's error is in st
 	st.tally()
-	st.tallyGuard(f.guard)
+	st.tallyGuard(f.guardSetting)
 	return st
 }
 
@@ -46,15 +46,19 @@ func query(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
 // pipeline, with the vouch recorded under trust. On a node in cluster mode
 // whose vouch was read from TrustKey, it records nothing and returns false:
 // the key lives on its slot's primary, which queryOwner asks.
-func (st *lockStatus) queryNode(ctx context.Context, rdb *redis.Client, i int, guard time.Duration, trust string) bool {
+func (st *lockStatus) queryNode(ctx context.Context, rdb *redis.Client, i int, trust string) bool {
 	pipe := rdb.Pipeline()
 	writer := queueHolder(ctx, pipe, st.LockKey, st.FenceKey)
 	now := pipe.Time(ctx)
 	readers := pipe.ZRangeWithScores(ctx, st.ReadersKey, 0, -1)
 	var permits func()
+	var limit *redis.StringCmd
 	if st.Semaphore != nil {
 		permits = st.Semaphore.queue(ctx, pipe, i)
+	} else {
+		limit = pipe.Get(ctx, st.limitKey) // a semaphore of the name (detectLimit)
 	}
+	record := queueRecords(ctx, pipe, st.locks())
 	info := pipe.InfoMap(ctx, "server")
 	trusted := pipe.Get(ctx, trust)
 	cmds, err := pipe.Exec(ctx)
@@ -69,14 +73,29 @@ func (st *lockStatus) queryNode(ctx context.Context, rdb *redis.Client, i int, g
 		st.failed(i, err)
 		return true
 	}
-	st.setStart(i, startOf(info, trusted), guard)
+	st.setStart(i, startFromInfo(info, trusted), record())
 	st.Nodes[i].holderStatus = writer.status()
 	st.Nodes[i].readers = liveReaders(readers.Val(), now.Val())
 	st.Nodes[i].Readers = len(st.Nodes[i].readers)
 	if permits != nil {
 		permits()
 	}
+	if limit != nil {
+		st.Nodes[i].limit, _ = limit.Int()
+	}
 	return true
+}
+
+// locks are the names of the locks whose TTL records status reads: the
+// key's, and with --limit every permit's (as run would take them).
+func (st *lockStatus) locks() []string {
+	locks := []string{st.LockKey}
+	if st.Semaphore != nil {
+		for _, p := range st.Semaphore.Permits {
+			locks = append(locks, p.LockKey)
+		}
+	}
+	return locks
 }
 
 // firstError returns the first error of cmds but redis.Nil, an absent

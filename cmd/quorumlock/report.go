@@ -91,7 +91,7 @@ func (d *demoRun) faultResults(rows []row, failures []string) ([]row, []string) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if d.emb != nil {
-		rows = append(rows, row{fmt.Sprintf("node %d", killedNode+1), killText(s), "a minority down: buying goes on"})
+		rows = append(rows, row{fmt.Sprintf("node %d", killedNode), killText(s), "a minority down: buying goes on"})
 		failures = check(failures, s.restartErr != nil, "node restart: %v", s.restartErr)
 	}
 	watchdog, expiry := "not reached before the end", "not reached before the end"

@@ -46,8 +46,11 @@ func (f *runFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.DurationVar(&f.wait, "wait", 0, "how long to wait for the lock when it is held; 0 makes a single attempt, as flock -n")
 	fs.DurationVar(&f.grace, "grace", defaultGrace, "after the lock is lost, time between SIGTERM and SIGKILL to CMD")
 	fs.DurationVar(&f.nodeTimeout, "node-timeout", redlock.DefaultNodeTimeout, "timeout of every lock call to one node")
-	fs.DurationVar(&f.guard, "restart-guard", 0, "count a master's grants only once its process has been up this long "+
-		"(default: --ttl); must cover the longest TTL of every client of these masters; 0 turns restart detection off")
+	fs.DurationVar(&f.guard, "restart-guard", 0, "count a master's grants only once its process has been up this long; "+
+		"must cover the longest TTL of every client of these masters; 0 turns restart detection off "+
+		"(default: the longest TTL in use on the key, at least --ttl, at most "+redlock.MaxRestartGuard.String()+" unless --ttl is longer; "+
+		redlock.MaxRestartGuard.String()+", or --ttl if longer, while no master has been up that long or is vouched for — "+
+		"'quorumlock status' shows it)")
 	fs.IntVar(&f.conflict, "conflict-exit-code", exitTempFail, "exit `status` when the lock is held elsewhere (as flock -E)")
 	fs.IntVar(&f.conflict, "E", exitTempFail, "short for --conflict-exit-code")
 	fs.BoolVar(&f.killGroup, "kill-group", false, "when CMD exits, send what is left of its process group SIGTERM (SIGKILL after --grace) "+
@@ -78,7 +81,21 @@ func (f *runFlags) check(fs *flag.FlagSet) ([]string, error) {
 		return nil, fmt.Errorf("--conflict-exit-code %d must be in [0, 255]", f.conflict)
 	}
 	f.guardSet = given["restart-guard"]
-	return addrs, errors.Join(positive("ttl", f.ttl), positive("grace", f.grace), positive("node-timeout", f.nodeTimeout))
+	return addrs, errors.Join(positive("ttl", f.ttl), positive("grace", f.grace), positive("node-timeout", f.nodeTimeout),
+		atMost("ttl", f.ttl, maxTTL), atMost("wait", f.wait, redlock.MaxDuration), atMost("grace", f.grace, redlock.MaxDuration),
+		atMost("node-timeout", f.nodeTimeout, redlock.MaxDuration), atMost("restart-guard", f.guard, redlock.MaxDuration))
+}
+
+// maxTTL bounds --ttl: the fencing state is kept fenceRetention(ttl), at
+// most redlock.MaxDuration.
+const maxTTL = redlock.MaxDuration / 2
+
+// fenceRetention is how long run's fencing state outlives the lock's last
+// grant or release: the library's default, or twice the TTL when that is
+// longer — the library refuses a retention not longer than the TTL, and
+// run has no flag for it.
+func fenceRetention(ttl time.Duration) time.Duration {
+	return max(redlock.DefaultFenceRetention, 2*ttl)
 }
 
 func (c *cli) run(args []string) int {
@@ -139,7 +156,7 @@ const clusterProbe = 500 * time.Millisecond
 // options are the Client's options for f.
 func (f *runFlags) options(c *cli) []redlock.Option {
 	opts := []redlock.Option{redlock.WithTTL(f.ttl), redlock.WithNodeTimeout(f.nodeTimeout),
-		redlock.WithPrefix(f.prefix), redlock.WithAutoRenew(true), redlock.WithObserver(c.lockLog())}
+		redlock.WithFenceRetention(fenceRetention(f.ttl)), redlock.WithPrefix(f.prefix), redlock.WithAutoRenew(true), redlock.WithObserver(c.lockLog())}
 	if f.guardSet {
 		opts = append(opts, redlock.WithRestartGuard(f.guard))
 	}

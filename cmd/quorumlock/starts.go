@@ -20,18 +20,20 @@ type nodeStart struct {
 	err     error
 }
 
-// readStart reads node rdb's run_id and uptime (INFO server) and the vouch
-// (redlock.TrustKey) in one round trip.
-func readStart(ctx context.Context, rdb *redis.Client) nodeStart {
+// readStart reads node rdb's run_id and uptime (INFO server), the vouch
+// (redlock.TrustKey) and the TTL records of locks (see queueRecords) in one
+// round trip.
+func readStart(ctx context.Context, rdb *redis.Client, locks []string) (nodeStart, time.Duration) {
 	pipe := rdb.Pipeline()
 	info := pipe.InfoMap(ctx, "server")
 	trusted := pipe.Get(ctx, redlock.TrustKey)
+	record := queueRecords(ctx, pipe, locks)
 	pipe.Exec(ctx)
-	return startOf(info, trusted)
+	return startFromInfo(info, trusted), record()
 }
 
-// startOf reads the answers of INFO server and GET redlock.TrustKey.
-func startOf(info *redis.InfoCmd, trusted *redis.StringCmd) nodeStart {
+// startFromInfo reads the answers of INFO server and GET of the vouch.
+func startFromInfo(info *redis.InfoCmd, trusted *redis.StringCmd) nodeStart {
 	if err := info.Err(); err != nil {
 		return nodeStart{err: err}
 	}
@@ -45,23 +47,74 @@ func startOf(info *redis.InfoCmd, trusted *redis.StringCmd) nodeStart {
 	return s
 }
 
-// guardLeft is how long the node's grants still do not count under guard:
-// 0 once it has been up that long (with the second of slack the library
-// allows uptime_in_seconds), or when vouched for.
-func (s nodeStart) guardLeft(guard time.Duration) time.Duration {
-	if s.vouched || guard == 0 {
-		return 0
+// queueRecords adds to pipe the reads of the TTL records of locks (the
+// field "ttl" of a held lock: the longest TTL it was granted with). The
+// function it returns gives, once the pipeline ran, the longest record:
+// redlock.MaxRestartGuard for a lock held without one, 0 if none is held —
+// as the library reads them (prelude.lua: lease_ttl).
+func queueRecords(ctx context.Context, pipe redis.Pipeliner, locks []string) func() time.Duration {
+	ttls := make([]*redis.StringCmd, len(locks))
+	held := make([]*redis.IntCmd, len(locks))
+	for i, l := range locks {
+		ttls[i], held[i] = pipe.HGet(ctx, l, "ttl"), pipe.Exists(ctx, l)
 	}
-	return max(0, guard+time.Second-s.uptime)
+	return func() time.Duration {
+		var longest time.Duration
+		for i := range locks {
+			longest = max(longest, recordOf(ttls[i], held[i].Val() == 1))
+		}
+		return longest
+	}
 }
 
-// starts reads every node's start in parallel, each under ctx.
-func (ns *nodeSet) starts(ctx context.Context) []nodeStart {
+// recordOf reads one lock's TTL record (ms), held or not.
+func recordOf(ttl *redis.StringCmd, held bool) time.Duration {
+	if !held {
+		return 0
+	}
+	ms, err := ttl.Int64()
+	if err != nil {
+		return redlock.MaxRestartGuard
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// starts reads every node's start, and the longest TTL record of locks
+// over the nodes, in parallel, each under ctx.
+func (ns *nodeSet) starts(ctx context.Context, locks []string) ([]nodeStart, time.Duration) {
 	out := make([]nodeStart, len(ns.clients))
+	records := make([]time.Duration, len(ns.clients))
 	var wg sync.WaitGroup
 	for i, c := range ns.clients {
-		wg.Go(func() { out[i] = readStart(ctx, c) })
+		wg.Go(func() { out[i], records[i] = readStart(ctx, c, locks) })
 	}
 	wg.Wait()
-	return out
+	var longest time.Duration
+	for _, r := range records {
+		longest = max(longest, r)
+	}
+	return out, longest
+}
+
+// A guardSetting is the restart guard a run's Client uses: --ttl, and
+// --restart-guard when given (else the library's default guard).
+type guardSetting struct {
+	ttl, guard time.Duration
+	guardSet   bool
+}
+
+// view is how the restart guard stands for a run with g over masters that
+// said starts, the longest TTL record on the keys being longest: the
+// library's computation (redlock.ViewRestartGuard), shared by status and
+// run's exit status 76.
+func (g guardSetting) view(starts []nodeStart, longest time.Duration) (redlock.GuardView, error) {
+	masters := make([]redlock.MasterStart, len(starts))
+	for i, s := range starts {
+		masters[i] = redlock.MasterStart{Known: s.err == nil && s.runID != "", Uptime: s.uptime, Vouched: s.vouched}
+	}
+	opts := []redlock.Option{redlock.WithTTL(g.ttl), redlock.WithFenceRetention(fenceRetention(g.ttl))}
+	if g.guardSet {
+		opts = append(opts, redlock.WithRestartGuard(g.guard))
+	}
+	return redlock.ViewRestartGuard(masters, longest, opts...)
 }

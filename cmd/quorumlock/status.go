@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"time"
@@ -29,8 +30,11 @@ type holderStatus struct {
 type nodeStatus struct {
 	holderStatus
 	masterAge
-	Readers int      `json:"readers"` // readers whose lease has not ended on the node's clock
-	readers []string // their members
+	Readers int           `json:"readers"` // readers whose lease has not ended on the node's clock
+	readers []string      // their members
+	start   nodeStart     // what it said of its start
+	record  time.Duration // the longest TTL record of the locks it holds
+	limit   int           // without --limit: the limit recorded for a semaphore of the name; 0 if none
 }
 
 // An agreement is the owner that most nodes hold a lock for, and whether
@@ -54,16 +58,17 @@ type lockStatus struct {
 	agreement               // on the writer
 	Readers    count        `json:"readers"`             // readers live on a majority of nodes; unknown if no majority answered
 	Guard      *guardStatus `json:"restart_guard"`       // the masters' age against the restart guard
-	Semaphore  *semaphore   `json:"semaphore,omitempty"` // with --limit
+	Semaphore  *semaphore   `json:"semaphore,omitempty"` // with --limit, or when the nodes record a limit for the name
+	limitKey   string       // the record of the limit of a semaphore of the name
 }
 
 // statusFlags are status's flags.
 type statusFlags struct {
 	target
-	json    bool
-	timeout time.Duration
-	limit   int
-	guard   time.Duration
+	guardSetting // --ttl and --restart-guard: the run whose guard status shows
+	json         bool
+	timeout      time.Duration
+	limit        int
 }
 
 func (c *cli) status(args []string) int {
@@ -72,7 +77,8 @@ func (c *cli) status(args []string) int {
 	f.target.register(fs, c.getenv, "the lock's `name` (required)")
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of a table")
 	fs.DurationVar(&f.timeout, "timeout", defaultStatusTimeout, "timeout of the query to each node")
-	fs.DurationVar(&f.guard, "restart-guard", redlock.DefaultTTL, "show each master's age against this restart `guard` (run's --restart-guard; by default at least its --ttl, and redlock.MaxRestartGuard while no master has been up that long)")
+	fs.DurationVar(&f.ttl, "ttl", redlock.DefaultTTL, "show the restart guard that a run with this --ttl meets")
+	fs.DurationVar(&f.guard, "restart-guard", 0, "show the restart guard that a run with this --restart-guard meets (default: run's default guard)")
 	fs.IntVar(&f.limit, "limit", 0, fmt.Sprintf("also show the `N` permits of --key's semaphore (1 to %d), as run --limit N holds them", redlock.MaxLimit))
 	if code, ok := c.parse(fs, statusUsage, args); !ok {
 		return code
@@ -111,9 +117,10 @@ func (f *statusFlags) check(fs *flag.FlagSet) ([]string, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	given := false
-	fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == "limit" })
-	if given && (f.limit < 1 || f.limit > redlock.MaxLimit) {
+	given := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	f.guardSet = given["restart-guard"]
+	if given["limit"] && (f.limit < 1 || f.limit > redlock.MaxLimit) {
 		return nil, fmt.Errorf("--limit %d must be in [1, %d]", f.limit, redlock.MaxLimit)
 	}
 	addrs, err := f.target.check()
@@ -123,7 +130,8 @@ func (f *statusFlags) check(fs *flag.FlagSet) ([]string, error) {
 	if f.guard < 0 {
 		return nil, fmt.Errorf("--restart-guard %v must not be negative", f.guard)
 	}
-	return addrs, positive("timeout", f.timeout)
+	return addrs, errors.Join(positive("timeout", f.timeout), atMost("timeout", f.timeout, redlock.MaxDuration),
+		positive("ttl", f.ttl), atMost("ttl", f.ttl, maxTTL), atMost("restart-guard", f.guard, redlock.MaxDuration))
 }
 
 var statusUsage = `Usage: quorumlock status --nodes host:port,... --key K [--limit N] [--json]
@@ -137,17 +145,24 @@ nodes has them (the key is then "shared"). When fewer than a majority
 answered, whether K is held and how many read it is "unknown" (in --json,
 held and readers are then the string "unknown").
 
-It also shows each master's uptime (UP) against the restart guard
-(--restart-guard; run's default is at least its --ttl — the longest TTL in
-use on the key — and ` + redlock.MaxRestartGuard.String() + ` while no master has been up that
-long or is vouched for) and whether 'quorumlock
-trust' vouched for it (GUARD: counts, vouched, or how long until it counts),
-and when a majority of masters will count for a new lock.
+It also shows each master's uptime (UP) against the restart guard that a
+run with the same --ttl and --restart-guard meets, whether 'quorumlock
+trust' vouched for it (GUARD: counts, vouched, or how long until it
+counts), and when a majority of masters will count for a new lock: the
+library's own computation (redlock.ViewRestartGuard), which run's exit
+status 76 reports too. Without --restart-guard, that is run's default
+guard: the longest TTL in use on the key (its locks' TTL records), at least
+--ttl, at most ` + redlock.MaxRestartGuard.String() + ` unless --ttl is longer — and ` + redlock.MaxRestartGuard.String() + ` (or --ttl, if
+longer) while no master has been up that long or is vouched for.
 
 With --limit N, also show the semaphore of name K that run --limit N
 holds: the limit its holders were granted with and the waiters in line on
 each node, then for each permit 0 to N-1 each node's owner, TTL, holds and
-fencing counter, and whether a majority holds the permit.
+fencing counter, and whether a majority holds the permit. Without --limit,
+status reads the limit recorded for a semaphore of name K on the nodes,
+and if there is one shows its permits the same way (in --json,
+semaphore.detected is true): permits of K held by run --limit are never
+shown as a free K; the verdict line then says how many are held.
 
 Each node is queried in one round trip, all in parallel, under --timeout.
 A node of a Redis Cluster (redis_mode:cluster) is asked again where K

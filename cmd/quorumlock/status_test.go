@@ -126,7 +126,7 @@ func TestStatusTable(t *testing.T) {
 		regexp.QuoteMeta(addrs[2]) + ` +held +OWNERB +(59|60)(\.\d+)?s +1 +3 +0 +\d+[ms0-9]*s +vouched +-`,
 		`held: owner OWNERA on 2 of 3 nodes \(a majority is 2\)`,
 		`readers: 0 on a majority of nodes \(quorumlock:\{table\}:readers\)`,
-		`restart guard 10s: 3 of 3 masters count \(up that long, or vouched for\)`,
+		`restart guard 1m0s: 3 of 3 masters count \(up that long, or vouched for\)`, // the lock records no TTL: MaxRestartGuard
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), out.String())

@@ -27,7 +27,11 @@ func printStatus(w io.Writer, st *lockStatus) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, verdict(st.agreement, st))
+	if line := semaphoreLine(st); line != "" {
+		fmt.Fprintln(w, line) // the key is free as a lock, not as a semaphore
+	} else {
+		fmt.Fprintln(w, verdict(st.agreement, st))
+	}
 	_, err := fmt.Fprintf(w, "%s\n%s\n", readersLine(st), guardLine(st))
 	if err != nil || st.Semaphore == nil {
 		return err

@@ -82,10 +82,10 @@ func (c *cli) watchNodes(ctx context.Context, ns *nodeSet, interval time.Duratio
 			case ctx.Err() != nil:
 				return
 			case err != nil && down[i] == nil:
-				c.logger().LogAttrs(ctx, slog.LevelWarn, "quorumlock: node not answering", slog.Int("node", i+1),
+				c.logger().LogAttrs(ctx, slog.LevelWarn, "quorumlock: node not answering", slog.Int("node", i),
 					slog.String("addr", redactAddr(ns.addrs[i])), slog.String("error", ns.redact(oneLine(err))))
 			case err == nil && down[i] != nil:
-				c.logger().LogAttrs(ctx, slog.LevelInfo, "quorumlock: node answering again", slog.Int("node", i+1),
+				c.logger().LogAttrs(ctx, slog.LevelInfo, "quorumlock: node answering again", slog.Int("node", i),
 					slog.String("addr", redactAddr(ns.addrs[i])))
 			}
 			down[i] = err

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +22,11 @@ func TestRunVerboseNamesFailedMasters(t *testing.T) {
 	})
 	lab.Kill(t, 2)
 	killed := lab.Nodes[2].Addr()
-	testkit.Eventually(t, 10*time.Second, "the killed master logged", func() bool {
-		return strings.Contains(p.stderr.String(), "level=WARN") && strings.Contains(p.stderr.String(), killed)
+	// Both the library's line (a failed renewal call) and run's own (the
+	// master stopped answering a ping) name it.
+	testkit.Eventually(t, 10*time.Second, "the killed master logged by the library and by run", func() bool {
+		out := p.stderr.String()
+		return strings.Contains(out, "node call failed") && strings.Contains(out, "node not answering")
 	})
 	lab.Kill(t, 1)
 	if code := p.wait(t, 15*time.Second); code != exitLockLost {
@@ -34,5 +40,35 @@ func TestRunVerboseNamesFailedMasters(t *testing.T) {
 	}
 	if !strings.Contains(loss, lab.Nodes[1].Addr()) {
 		t.Errorf("the loss message %q does not name the failed masters; stderr:\n%s", loss, p.stderr.String())
+	}
+	checkNodeNumbers(t, p.stderr.String(), lab.Addrs(), killed)
+}
+
+// nodeNumber finds a node's number and address in a message: "node 2
+// (host:port)" in errors, "node=2 addr=host:port" in -v lines.
+var nodeNumber = regexp.MustCompile(`node[ =](\d+)(?: \(| addr=)([^\s)]+)`)
+
+// checkNodeNumbers checks that every node number in out is the index of the
+// address it names in addrs, counted from 0 as the library's errors count,
+// and that out numbers some node, and each of want, at least once.
+func checkNodeNumbers(t *testing.T, out string, addrs []string, want ...string) {
+	t.Helper()
+	seen := map[string]bool{}
+	matches := nodeNumber.FindAllStringSubmatch(out, -1)
+	if len(matches) == 0 {
+		t.Errorf("no numbered node in:\n%s", out)
+	}
+	for _, m := range matches {
+		i := slices.IndexFunc(addrs, func(a string) bool { return m[2] == a || strings.HasSuffix(m[2], "@"+a) })
+		if fmt.Sprint(i) != m[1] {
+			t.Errorf("%q numbers %s as node %s; it is node %d of --nodes %v (counted from 0)", m[0], m[2], m[1], i, addrs)
+			continue
+		}
+		seen[addrs[i]] = true
+	}
+	for _, a := range want {
+		if !seen[a] {
+			t.Errorf("no numbered mention of %s in:\n%s", a, out)
+		}
 	}
 }
