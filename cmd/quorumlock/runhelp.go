@@ -94,15 +94,15 @@ Exit status:
                 the lock is taken)
 
 With --wait D, run gives up within D plus the node timeout, whatever the
-nodes do (exit 76 reads the masters' starts once more, within another
-node timeout, at least 100ms). Every duration flag is at most 8760h (a year: longer ones are
-refused, exit 2), and --ttl at most 4380h: the lock's fencing state is kept
-for 24h or twice the TTL, whichever is longer, after its last use. Node
-addresses are shown without their passwords. -v logs each renewal, the
-nodes' failures, and a node that stops or starts answering. Masters are
-numbered from 0 in the order of --nodes, in errors and -v lines alike, as
-the library numbers them. If stderr's reader goes away, only the log
-lines are lost.
+nodes do (exit 76 reads the masters' starts once more, within another node
+timeout, at least 100ms). Every duration flag is at most 8760h (a year:
+longer ones are refused, exit 2), and --ttl at most 4380h: the lock's
+fencing state is kept for 24h or twice the TTL, whichever is longer, after
+its last use. Node addresses are shown without their passwords. -v logs
+each renewal, the nodes' failures, and a node that stops or starts
+answering. Masters are numbered from 0 in the order of --nodes, in errors
+and -v lines alike, as the library numbers them. If stderr's reader goes
+away, only the log lines are lost.
 
 Examples:
   # Run the nightly report on one machine of the fleet at most; skip it if
