@@ -10,7 +10,8 @@
 #                                    module proxy, static, nothing else;
 #                                    ENTRYPOINT /toxiproxy as the official one
 #
-# Needs root (debootstrap), docker, debootstrap and go. The two builds run
+# Needs root (debootstrap, chroot; lab/run.sh runs it through sudo when
+# not root), docker, debootstrap and go. The two builds run
 # at once. Set DEBIAN_MIRROR to use another mirror.
 set -euo pipefail
 

@@ -21,7 +21,7 @@ PROJECT=quorumlock # the compose project: volumes are quorumlock_redisN-data
 NODES=127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005
 HEALTH_TIMEOUT=${LAB_HEALTH_TIMEOUT:-120}
 
-step() { echo "== lab: $*"; }
+step() { echo "== lab [${SECONDS}s]: $*"; }
 die() { echo "lab: FAIL: $*" >&2; exit 1; }
 
 install_missing() {
@@ -85,7 +85,7 @@ wait_healthy() {
 install_missing
 start_engine
 step "images"
-./lab/images.sh
+if [ "$(id -u)" -eq 0 ]; then ./lab/images.sh; else sudo --preserve-env=PATH,GOPATH,GOMODCACHE,GOCACHE,HOME ./lab/images.sh; fi
 [ "${1:-}" = engine ] && exit 0
 
 if docker compose version >/dev/null 2>&1; then
@@ -102,7 +102,7 @@ teardown() {
 	step "down -v"
 	compose down -v --remove-orphans >/dev/null 2>&1 || echo "lab: down -v failed" >&2
 	rm -rf "$bin"
-	[ $rc -eq 0 ] && echo "== lab: PASS" || echo "== lab: FAIL (exit $rc)" >&2
+	[ $rc -eq 0 ] && step PASS || step "FAIL (exit $rc)" >&2
 	exit $rc
 }
 trap teardown EXIT

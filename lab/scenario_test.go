@@ -43,83 +43,66 @@ func TestComposeChaos(t *testing.T) {
 	if bin == "" {
 		t.Fatal("QUORUMLOCK_BIN must name a built quorumlock binary")
 	}
-	lab := newComposeLab(t)
 	proxies := nodes(7101, 5)
-
-	var demoOut, demoErr bytes.Buffer
-	demo := exec.Command(bin, "demo", "--nodes", join(proxies), "--stock", demoStock,
-		"--duration", demoLength.String(), "--workers", "4")
-	demo.Stdout, demo.Stderr = &demoOut, &demoErr
-	if err := demo.Start(); err != nil {
-		t.Fatalf("starting the demo: %v", err)
-	}
-	var demoErr2 error
-	demoDone := make(chan struct{})
-	go func() { demoErr2 = demo.Wait(); close(demoDone) }()
-	t.Cleanup(func() { demo.Process.Kill(); <-demoDone })
-
-	h := startHolders(t, proxies, 3)
-	phase := func(name string, fault func(), effect func() string) {
-		t.Helper()
-		before := h.count.Load()
-		fault()
-		e := effect()
-		got := h.count.Load() - before
-		t.Logf("fault: %-44s effect: %s; %d holds meanwhile", name, e, got)
-		if got == 0 {
-			t.Errorf("%s: no holder got the lock during the fault (a minority must not stop them)", name)
-		}
-	}
-	phase("none (warm-up)", func() { time.Sleep(faultSpell) }, func() string { return "buyers running" })
-	phase("redis2 killed mid-lease, started with its volume", func() {
-		mark(t, "127.0.0.1:7002")
-		h.waitHolding(t)
-		lab.run("kill", "redis2")
-		time.Sleep(faultSpell)
-		lab.run("start", "redis2")
-		lab.waitHealthy("redis2", time.Minute)
-	}, func() string { return marked(t, "127.0.0.1:7002", true) })
-	phase("redis3 killed, its volume removed, back empty", func() {
-		mark(t, "127.0.0.1:7003")
-		h.waitHolding(t)
-		lab.run("kill", "redis3")
-		lab.run("rm", "-f", "redis3")
-		if out, err := exec.Command("docker", "volume", "rm", lab.volume("redis3-data")).CombinedOutput(); err != nil {
-			t.Fatalf("docker volume rm: %v\n%s", err, out)
-		}
-		lab.run("up", "-d", "--no-deps", "redis3")
-		lab.waitHealthy("redis3", time.Minute)
-	}, func() string { return marked(t, "127.0.0.1:7003", false) })
-	time.Sleep(faultSpell) // redis3's guard runs while the buyers buy
-	phase("latency 300ms on redis4 (toxiproxy)", func() {
-		lab.toxic("toxic", "add", "-t", "latency", "-a", "latency=300", "-n", "lag", "redis4")
-	}, func() string {
-		d, err := pingTime("127.0.0.1:7104", 5*time.Second)
-		time.Sleep(faultSpell)
-		lab.toxic("toxic", "remove", "-n", "lag", "redis4")
-		if err != nil || d < 250*time.Millisecond {
-			t.Errorf("latency on redis4: PING through 7104 took %v (%v); want ≥ 300ms", d, err)
-		}
-		return "PING through 7104 took " + d.Round(time.Millisecond).String()
-	})
-	phase("blackhole on redis5 (toxiproxy timeout=0)", func() {
-		lab.toxic("toxic", "add", "-t", "timeout", "-a", "timeout=0", "-n", "hole", "redis5")
-	}, func() string {
-		_, err := pingTime("127.0.0.1:7105", 2*time.Second)
-		time.Sleep(faultSpell)
-		lab.toxic("toxic", "remove", "-n", "hole", "redis5")
-		if err == nil {
-			t.Errorf("blackhole on redis5: PING through 7105 answered")
-		}
-		return "PING through 7105: " + firstLine(err)
-	})
-	phase("none (after the faults)", func() { time.Sleep(faultSpell) }, func() string { return "buyers running" })
-	h.stop()
-	demo.Process.Signal(os.Interrupt) // the demo reports what it saw
-	rep := checkHolds(t, h.rec)
-	oversold := checkDemo(t, demoDone, &demoErr2, &demoOut, &demoErr)
+	d := startDemo(t, bin, proxies)
+	s := &scenario{t: t, lab: newComposeLab(t), h: startHolders(t, proxies, 3)}
+	s.phase("none (warm-up)", s.calm)
+	s.phase("redis2 killed mid-lease, started with its volume", s.killAndStart)
+	s.phase("redis3 killed, its volume removed, back empty", s.killEmpty)
+	s.phase("none (redis3's grants sit out the restart guard)", s.calm)
+	s.phase("latency 300ms on redis4 (toxiproxy)", s.latency)
+	s.phase("blackhole on redis5 (toxiproxy timeout=0)", s.blackhole)
+	s.phase("none (after the faults)", s.calm)
+	s.h.stop()
+	rep := checkHolds(t, s.h.rec)
+	oversold := d.verdict(t)
 	t.Logf("VERDICT: %s oversold, %d overlapping holds, %d token regressions (%d holds checked)",
 		oversold, len(rep.Overlaps), len(rep.Regressions), rep.Acquisitions)
+}
+
+// demo is the CLI's demo, run as a child process through the proxies.
+type demo struct {
+	cmd       *exec.Cmd
+	out, errs bytes.Buffer
+	exit      error
+	done      chan struct{} // closed once the demo has exited (exit set)
+}
+
+// startDemo starts the demo with a stock that outlasts the scenario; it is
+// killed in t.Cleanup if verdict did not end it.
+func startDemo(t *testing.T, bin string, addrs []string) *demo {
+	t.Helper()
+	d := &demo{done: make(chan struct{})}
+	d.cmd = exec.Command(bin, "demo", "--nodes", join(addrs), "--stock", demoStock,
+		"--duration", demoLength.String(), "--workers", "4")
+	d.cmd.Stdout, d.cmd.Stderr = &d.out, &d.errs
+	if err := d.cmd.Start(); err != nil {
+		t.Fatalf("starting the demo: %v", err)
+	}
+	go func() { d.exit = d.cmd.Wait(); close(d.done) }()
+	t.Cleanup(func() { d.cmd.Process.Kill(); <-d.done })
+	return d
+}
+
+var oversoldRow = regexp.MustCompile(`(?m)^oversold\s+(\d+)`)
+
+// verdict ends the demo (SIGINT: it reports what it saw), checks its exit
+// status is 0 and nothing was oversold, and returns the oversold count.
+func (d *demo) verdict(t *testing.T) string {
+	t.Helper()
+	d.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-d.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("the demo did not end\n%s", d.errs.String())
+	}
+	t.Logf("the demo's table:\n%s", d.out.String())
+	m := oversoldRow.FindStringSubmatch(d.out.String())
+	if d.exit != nil || m == nil || m[1] != "0" {
+		t.Errorf("demo: %v, oversold row %q\n%s", d.exit, m, d.errs.String())
+		return "?"
+	}
+	return m[1]
 }
 
 // holders takes the lock over and over through the proxies, each hold
@@ -225,28 +208,6 @@ func checkHolds(t *testing.T, rec *chaos.Recorder) chaos.Report {
 		t.Errorf("holders' history unsafe or empty:\n%s", rep.String())
 	}
 	return rep
-}
-
-var oversoldRow = regexp.MustCompile(`(?m)^oversold\s+(\d+)`)
-
-// checkDemo waits for the demo to end (done closed, its exit in *exit) and
-// checks its verdict: exit status 0 and nothing oversold. It returns the
-// oversold row's count.
-func checkDemo(t *testing.T, done <-chan struct{}, exit *error, out, errOut *bytes.Buffer) string {
-	t.Helper()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		t.Fatalf("the demo did not end\n%s", errOut.String())
-	}
-	err := *exit
-	t.Logf("the demo's table:\n%s", out.String())
-	m := oversoldRow.FindStringSubmatch(out.String())
-	if err != nil || m == nil || m[1] != "0" {
-		t.Errorf("demo: %v, oversold row %q\n%s", err, m, errOut.String())
-		return "?"
-	}
-	return m[1]
 }
 
 func join(addrs []string) string { return strings.Join(addrs, ",") }
