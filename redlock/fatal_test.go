@@ -214,7 +214,8 @@ func TestStopErrorIsOneLine(t *testing.T) {
 // to vouch for new masters instead.
 func TestYoungMajoritySaysHowLong(t *testing.T) {
 	l := redislab.Start(t, 3) // not trusted
-	l.RequireOwn(t) // masters just started: an outside lab's were vouched for
+	// Masters just started: an outside lab's (REDLOCK_ADDRS) were vouched for.
+	l.RequireOwn(t)
 	c := newClient(t, l.Clients(t), redlock.WithRestartGuard(time.Minute))
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
