@@ -18,7 +18,7 @@ TEST_MODULES := $(filter-out ./bench,$(MODULES))
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK := $(CURDIR)/.bin/staticcheck-$(STATICCHECK_VERSION)
 
-.PHONY: test deps vet demo
+.PHONY: test deps vet demo lab lab-engine
 
 # Installs redis-server (and faketime) when missing, then runs every test of
 # every module against real masters with the race detector, one package at
@@ -50,6 +50,21 @@ $(STATICCHECK):
 # The embedded demo: five in-process nodes, no server to install.
 demo:
 	$(GO) run ./cmd/quorumlock demo
+
+# The five-node Docker lab, from nothing to a verdict (lab/run.sh): installs
+# docker.io, a compose and debootstrap when missing, starts dockerd when no
+# engine answers, builds the images docker-compose.yml pins when absent
+# (lab/images.sh: Debian's mirror and the Go module proxy, no registry), runs
+# lab/'s tests against the engine, brings the lab up, waits for health,
+# vouches for the masters, runs the chaos scenario through compose (a master
+# killed mid-lease, another brought back empty, a latency, a blackhole) and
+# prints the checker's verdict; `down -v` whatever happens.
+lab:
+	@GO=$(GO) ./lab/run.sh
+
+# Only the engine and the images: what lab/'s container tests need.
+lab-engine:
+	@GO=$(GO) ./lab/run.sh engine
 
 # Side-by-side benchmarks of bench/ (its own module, so the peers never enter
 # this go.mod): starts five masters and prints one table (about 90 s), then

@@ -102,15 +102,26 @@ func TestComposeHealthchecks(t *testing.T) {
 }
 
 // Each master runs with exactly the settings of the local test lab
-// (internal/redislab/redis.conf), with persistence on.
+// (internal/redislab/redis.conf), with persistence on, and its data dir —
+// where the append-only file goes — is its volume's mount, whatever the
+// image's working directory (the conf sets no dir: the local lab gives each
+// process its own).
 func TestComposeSettingsAreTheTestLabs(t *testing.T) {
 	p := loadLab(t)
 	want := parseConf(t, readFile(t, filepath.Join(root, "internal", "redislab", "redis.conf")))
 	if want["appendonly"] != "yes" || want["appendfsync"] != "always" {
 		t.Fatalf("redislab's redis.conf: appendonly %q, appendfsync %q; want yes, always", want["appendonly"], want["appendfsync"])
 	}
+	if dir, ok := want["dir"]; ok {
+		t.Fatalf("redislab's redis.conf sets dir %s; want none (each local node has its own)", dir)
+	}
 	for _, name := range redisServices {
-		if got := effectiveConf(t, p.Services[name]); !maps.Equal(got, want) {
+		got := effectiveConf(t, p.Services[name])
+		if v := volumeAt(p.Services[name], got["dir"]); v == nil || v.Type != types.VolumeTypeVolume {
+			t.Errorf("%s: data dir %q is not a named volume's mount: the append-only file would not be kept", name, got["dir"])
+		}
+		delete(got, "dir")
+		if !maps.Equal(got, want) {
 			t.Errorf("%s runs with\n%v\nwant redislab's\n%v", name, got, want)
 		}
 	}

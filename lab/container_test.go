@@ -3,6 +3,10 @@ package lab_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +21,11 @@ import (
 // where no Docker engine is reachable.
 func TestRedlockOnContainers(t *testing.T) {
 	addrs := lab.StartContainers(t, 5)
+	for _, a := range addrs {
+		if host, _, _ := net.SplitHostPort(a); host != "127.0.0.1" {
+			t.Fatalf("container address %s; want one published and dialled on 127.0.0.1", a)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	clients := make([]redis.UniversalClient, len(addrs))
@@ -57,4 +66,45 @@ func newClient(t *testing.T, nodes []redis.UniversalClient) *redlock.Client {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// stopT is a testing.TB whose Skipf and Fatalf record how the call stopped
+// and end the calling goroutine, as the real ones do, without ending the
+// test.
+type stopT struct {
+	testing.TB
+	how, msg string
+}
+
+func (s *stopT) Skipf(format string, args ...any) {
+	s.how, s.msg = "skip", fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func (s *stopT) Fatalf(format string, args ...any) {
+	s.how, s.msg = "fatal", fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// An image named by QUORUMLOCK_LAB_IMAGE that the engine does not have is
+// never pulled: StartContainers skips, saying so — and fails with CI=true —
+// without a panic and without starting anything.
+func TestMissingImageSkipsOrFails(t *testing.T) {
+	if !lab.DockerReachable() {
+		t.Skip("no Docker engine reachable: nothing to ask for the image")
+	}
+	t.Setenv(lab.ImageEnv, "quorumlock.invalid/no-such-redis:0")
+	for ci, want := range map[string]string{"": "skip", "true": "fatal"} {
+		t.Setenv("CI", ci)
+		st := &stopT{TB: t}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			lab.StartContainers(st, 1)
+		}()
+		<-done
+		if st.how != want || !strings.Contains(st.msg, "quorumlock.invalid/no-such-redis:0 not on the engine") {
+			t.Errorf("CI=%q: StartContainers %s %q; want a %s naming the missing image", ci, st.how, st.msg, want)
+		}
+	}
 }

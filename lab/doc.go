@@ -10,4 +10,9 @@
 // (compose_test.go): loaded with compose-go, the loader Docker Compose uses,
 // and checked against what README promises of it and against the test lab's
 // redis.conf. It needs no Docker.
+//
+// make lab (run.sh) runs the whole compose lab: images built with no
+// registry (images.sh), the lab up and healthy, and TestComposeChaos — the
+// demo and recorded holders under faults applied through compose, one
+// master at a time — then down -v.
 package lab

@@ -53,6 +53,8 @@ const (
 // is in start order and must not be modified.
 type Lab struct {
 	Nodes []*Node
+
+	external bool // the nodes are REDLOCK_ADDRS's, not started for the test
 }
 
 // An Option changes how Start runs its servers.
@@ -118,8 +120,11 @@ func unavailable(t testing.TB, why string) {
 	if os.Getenv(envCI) == "true" {
 		t.Fatalf("redislab: %s (CI=true, so this is a failure)", why)
 	}
-	t.Skipf("redislab: %s; install redis-server (Debian: apt-get install -y redis-server) "+
-		"or set %s to a running lab", why, envAddrs)
+	hint := "or set " + envAddrs + " to a running lab"
+	if os.Getenv(envAddrs) != "" { // set, yet this test starts its own servers
+		hint = "this test starts its own servers, " + envAddrs + " or not"
+	}
+	t.Skipf("redislab: %s; install redis-server (Debian: apt-get install -y redis-server); %s", why, hint)
 }
 
 // Addrs returns the host:port of every node, in order.
@@ -156,14 +161,29 @@ func closeClient(t testing.TB, c *redis.Client) {
 	}
 }
 
-// RequireControl skips t unless every node is Controllable; with CI=true it
-// fails t instead, so that fault tests never pass by not running.
+// RequireControl skips t unless every node is Controllable. On a lab of
+// REDLOCK_ADDRS masters it skips t even when CI=true — a run pointed at an
+// outside lab chose masters no test can kill; any other lab of nodes out
+// of control fails t when CI=true, so that fault tests never pass by not
+// running.
 func (l *Lab) RequireControl(t testing.TB) {
 	t.Helper()
+	l.RequireOwn(t)
 	for _, n := range l.Nodes {
 		if !n.Controllable() {
 			unavailable(t, fmt.Sprintf("node %s is not a local process the lab controls", n.Addr()))
 		}
+	}
+}
+
+// RequireOwn skips t when the lab is the outside one REDLOCK_ADDRS names
+// (even when CI=true): t needs masters it started itself — just started,
+// never vouched for, or killable — which an outside lab's are not.
+func (l *Lab) RequireOwn(t testing.TB) {
+	t.Helper()
+	if l.external {
+		t.Skipf("redislab: %s points at an outside lab; this test needs masters it starts itself "+
+			"(unset %s to run it on local redis-server processes)", envAddrs, envAddrs)
 	}
 }
 
@@ -195,7 +215,7 @@ func startExternal(t testing.TB, n int, raw string) *Lab {
 	if len(addrs) < n {
 		t.Fatalf("redislab: %s has %d addresses, the test needs %d", envAddrs, len(addrs), n)
 	}
-	lab := &Lab{Nodes: make([]*Node, n)}
+	lab := &Lab{Nodes: make([]*Node, n), external: true}
 	for i, a := range addrs[:n] {
 		lab.Nodes[i] = &Node{addr: a}
 		if err := waitPing(a, nil, startTimeout); err != nil {
