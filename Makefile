@@ -18,12 +18,21 @@ TEST_MODULES := $(filter-out ./bench,$(MODULES))
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK := $(CURDIR)/.bin/staticcheck-$(STATICCHECK_VERSION)
 
-.PHONY: test deps vet demo lab lab-engine
+.PHONY: test unit deps vet demo lab lab-engine
 
-# Installs redis-server (and faketime) when missing, then runs every test of
-# every module against real masters with the race detector, one package at
-# a time (each starts its own masters; two cores are shared by all of them).
-test: deps vet
+# The one command CI runs (.ci/run): installs what the tests need when it is
+# missing (scripts/deps.sh), checks (vet), starts the Docker engine and
+# builds the lab's images (lab-engine: lab/'s container tests run against
+# them), runs every test of every module (unit), then the five-node Docker
+# lab end to end (lab).
+test: deps vet lab-engine unit
+	@$(MAKE) --no-print-directory lab
+
+# Every test of every module against real masters with the race detector,
+# one package at a time (each starts its own masters; two cores are shared
+# by all of them). Needs no Docker: lab/'s container tests skip without an
+# engine (fail with CI=true).
+unit: deps
 	@status=0; for m in $(TEST_MODULES); do \
 		echo "== go test $$m"; \
 		(cd $$m && GOWORK=off $(GO) test -race -count=1 -p 1 -timeout 20m ./...) || status=1; \
