@@ -3,6 +3,9 @@ package redislab
 import (
 	"context"
 	"fmt"
+	"net"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,9 +55,8 @@ func (m *Member) join(ctx context.Context) error {
 	return m.settled(ctx)
 }
 
-// Settled waits, up to 15 s, until every running node of m reports
-// cluster_state:ok and every running replica's link to its primary is up:
-// a member ready for MoveSlot or CutReplica after a restart. A paused node
+// Settled waits, up to 15 s, until the member serves (see settled): a
+// member ready for MoveSlot or CutReplica after a restart. A paused node
 // holds it up until it resumes or the wait ends.
 func (m *Member) Settled(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
@@ -62,17 +64,32 @@ func (m *Member) Settled(ctx context.Context) error {
 	return m.settled(ctx)
 }
 
-// settled waits until every running node of m reports cluster_state:ok and
-// every running replica's link to its primary is up.
+// settled waits until the member serves every slot the same way from every
+// running node: each reports cluster_state:ok, each sees the same slot map
+// (the primary of every range, CLUSTER SHARDS) with every slot assigned,
+// each counts as served (cluster_slots_ok) every slot whose primary runs,
+// and every running replica's link to its primary is up.
+//
+// cluster_state:ok alone is not enough: without full coverage required, a
+// node reports it before gossip told it the other primaries' slots, and
+// answers CLUSTERDOWN Hash slot not served for them (as does a client that
+// loaded its slot map from it).
 func (m *Member) settled(ctx context.Context) error {
-	return waitFor(ctx, "cluster_state:ok everywhere and every replica linked", func() (bool, error) {
+	return waitFor(ctx, "every node serves the same slot map and every replica is linked", func() (bool, error) {
+		var first string
 		for _, s := range m.Shards {
 			for _, n := range []*Node{s.Primary(), s.Replica()} {
 				if n == nil || !n.running() {
 					continue
 				}
-				if ok, err := n.infoHas(ctx, "cluster_state:ok", "CLUSTER", "INFO"); !ok || err != nil {
+				view, err := m.view(ctx, n)
+				if view == "" || err != nil {
 					return false, err
+				}
+				if first == "" {
+					first = view
+				} else if view != first {
+					return false, nil
 				}
 				if n == s.Replica() {
 					if ok, err := n.infoHas(ctx, "master_link_status:up", "INFO", "replication"); !ok || err != nil {
@@ -83,6 +100,60 @@ func (m *Member) settled(ctx context.Context) error {
 		}
 		return true, nil
 	})
+}
+
+// view returns n's slot map, one "first-last owner" line per range in slot
+// order, if n reports cluster_state:ok, the map assigns every slot, and n
+// counts as served every slot of a running primary of m; else "".
+func (m *Member) view(ctx context.Context, n *Node) (string, error) {
+	info, err := n.text(ctx, "CLUSTER", "INFO")
+	if err != nil || !strings.Contains(info, "cluster_state:ok") {
+		return "", err
+	}
+	c := n.client()
+	defer c.Close()
+	shards, err := c.ClusterShards(ctx).Result()
+	if err != nil {
+		return "", fmt.Errorf("redislab: CLUSTER SHARDS on %s: %w", n.Addr(), err)
+	}
+	var ranges []string
+	assigned, served := 0, 0
+	for _, sh := range shards {
+		owner := shardPrimary(sh)
+		for _, r := range sh.Slots {
+			ranges = append(ranges, fmt.Sprintf("%05d-%05d %s", r.Start, r.End, owner))
+			assigned += int(r.End - r.Start + 1)
+			if o := m.node(owner); o != nil && o.running() {
+				served += int(r.End - r.Start + 1)
+			}
+		}
+	}
+	if assigned != lastSlot+1 || !strings.Contains(info, fmt.Sprintf("cluster_slots_ok:%d\r\n", served)) {
+		return "", nil
+	}
+	slices.Sort(ranges)
+	return strings.Join(ranges, "\n"), nil
+}
+
+// shardPrimary returns the address of the primary of a CLUSTER SHARDS
+// entry, "" if it lists none.
+func shardPrimary(sh redis.ClusterShard) string {
+	for _, nd := range sh.Nodes {
+		if nd.Role == "master" {
+			return net.JoinHostPort(nd.IP, strconv.FormatInt(nd.Port, 10))
+		}
+	}
+	return ""
+}
+
+// node returns the node of m at addr, nil if none.
+func (m *Member) node(addr string) *Node {
+	for _, n := range m.Nodes() {
+		if n.Addr() == addr {
+			return n
+		}
+	}
+	return nil
 }
 
 // everyoneKnows reports whether every node lists total nodes, none of them
