@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
 	"github.com/seed818c56a1/quorumlock/internal/testkit"
 )
@@ -90,7 +91,9 @@ func TestShardFailoverKeepsEveryWrite(t *testing.T) {
 	lab := redislab.StartShards(t, 1, 2, redislab.WithReplicas())
 	ctx := testkit.Context(t, 30*time.Second)
 	s := lab.Members[0].Shards[0]
-	old := nodeClient(t, s.Primary())
+	// A bound for the writes on a loaded machine, not the 1 s of nodeClient.
+	old := redis.NewClient(&redis.Options{Addr: s.Primary().Addr(), ReadTimeout: 20 * time.Second, WriteTimeout: 20 * time.Second})
+	t.Cleanup(func() { old.Close() })
 	const n = 20000
 	pipe := old.Pipeline()
 	tag := s.Keys("w", 1)[0] // every key in its slot, on the shard

@@ -102,9 +102,11 @@ func (m *Member) settled(ctx context.Context) error {
 	})
 }
 
-// view returns n's slot map, one "first-last owner" line per range in slot
-// order, if n reports cluster_state:ok, the map assigns every slot, and n
-// counts as served every slot of a running primary of m; else "".
+// view returns n's slot map, one "first-last owner-port" line per range in
+// slot order, if n reports cluster_state:ok, the map assigns every slot,
+// and n counts as served every slot of a running primary of m; else "".
+// Owners are told apart by port (every node of a lab is on one host): a
+// node that never met another does not know its own IP.
 func (m *Member) view(ctx context.Context, n *Node) (string, error) {
 	info, err := n.text(ctx, "CLUSTER", "INFO")
 	if err != nil || !strings.Contains(info, "cluster_state:ok") {
@@ -119,11 +121,11 @@ func (m *Member) view(ctx context.Context, n *Node) (string, error) {
 	var ranges []string
 	assigned, served := 0, 0
 	for _, sh := range shards {
-		owner := shardPrimary(sh)
+		port := shardPrimaryPort(sh)
 		for _, r := range sh.Slots {
-			ranges = append(ranges, fmt.Sprintf("%05d-%05d %s", r.Start, r.End, owner))
+			ranges = append(ranges, fmt.Sprintf("%05d-%05d %d", r.Start, r.End, port))
 			assigned += int(r.End - r.Start + 1)
-			if o := m.node(owner); o != nil && o.running() {
+			if o := m.nodeOnPort(port); o != nil && o.running() {
 				served += int(r.End - r.Start + 1)
 			}
 		}
@@ -135,21 +137,21 @@ func (m *Member) view(ctx context.Context, n *Node) (string, error) {
 	return strings.Join(ranges, "\n"), nil
 }
 
-// shardPrimary returns the address of the primary of a CLUSTER SHARDS
-// entry, "" if it lists none.
-func shardPrimary(sh redis.ClusterShard) string {
+// shardPrimaryPort returns the port of the primary of a CLUSTER SHARDS
+// entry, 0 if it lists none.
+func shardPrimaryPort(sh redis.ClusterShard) int64 {
 	for _, nd := range sh.Nodes {
 		if nd.Role == "master" {
-			return net.JoinHostPort(nd.IP, strconv.FormatInt(nd.Port, 10))
+			return nd.Port
 		}
 	}
-	return ""
+	return 0
 }
 
-// node returns the node of m at addr, nil if none.
-func (m *Member) node(addr string) *Node {
+// nodeOnPort returns the node of m on port, nil if none.
+func (m *Member) nodeOnPort(port int64) *Node {
 	for _, n := range m.Nodes() {
-		if n.Addr() == addr {
+		if _, p, _ := net.SplitHostPort(n.Addr()); p == strconv.FormatInt(port, 10) {
 			return n
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 )
@@ -224,8 +225,13 @@ func (n *Node) slotOwner(ctx context.Context, slot int) (string, error) {
 	}
 	for _, sh := range shards {
 		for _, r := range sh.Slots {
-			if int64(slot) >= r.Start && int64(slot) <= r.End {
-				return shardPrimary(sh), nil
+			if int64(slot) < r.Start || int64(slot) > r.End {
+				continue
+			}
+			for _, nd := range sh.Nodes {
+				if nd.Role == "master" {
+					return net.JoinHostPort(nd.IP, strconv.FormatInt(nd.Port, 10)), nil
+				}
 			}
 		}
 	}
