@@ -60,29 +60,6 @@ func TestStartShardsServesEverySlotAtOnce(t *testing.T) {
 	}
 }
 
-// Settled waits until every node sees every slot served: here a node that
-// forgot who serves one slot (DELSLOTS on it alone), as a node does that
-// gossip has not yet told, until gossip tells it again. cluster_state:ok
-// alone said nothing of it: the node answered CLUSTERDOWN Hash slot not
-// served for that slot.
-func TestSettledWaitsUntilEveryNodeKnowsEverySlot(t *testing.T) {
-	t.Parallel()
-	lab := redislab.StartShards(t, 1, 3)
-	ctx := testkit.Context(t, 20*time.Second)
-	m := lab.Members[0]
-	key := m.Shards[1].Keys("k", 1)[0]
-	c := nodeClient(t, m.Shards[0].Primary())
-	if err := c.Do(ctx, "CLUSTER", "DELSLOTS", redislab.Slot(key)).Err(); err != nil {
-		t.Fatalf("CLUSTER DELSLOTS: %v", err)
-	}
-	if err := m.Settled(ctx); err != nil {
-		t.Fatalf("Settled: %v", err)
-	}
-	if err := c.Get(ctx, key).Err(); err == nil || !strings.HasPrefix(err.Error(), "MOVED ") {
-		t.Errorf("GET %s of another shard on shard 0 once settled: %v, want MOVED", key, err)
-	}
-}
-
 // A Failover without a cut keeps every write the primary acknowledged,
 // however recent: it waits for the replica to catch up before the
 // takeover. Many writes just before it leave the replica behind.

@@ -52,11 +52,12 @@ func (m *Member) join(ctx context.Context) error {
 			return err
 		}
 	}
-	return m.settled(ctx)
+	return m.serving(ctx)
 }
 
-// Settled waits, up to 15 s, until the member serves (see settled): a
-// member ready for MoveSlot or CutReplica after a restart. A paused node
+// Settled waits, up to 15 s, until every running node of m reports
+// cluster_state:ok and every running replica's link to its primary is up:
+// a member ready for MoveSlot or CutReplica after a restart. A paused node
 // holds it up until it resumes or the wait ends.
 func (m *Member) Settled(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
@@ -64,32 +65,17 @@ func (m *Member) Settled(ctx context.Context) error {
 	return m.settled(ctx)
 }
 
-// settled waits until the member serves every slot the same way from every
-// running node: each reports cluster_state:ok, each sees the same slot map
-// (the primary of every range, CLUSTER SHARDS) with every slot assigned,
-// each counts as served (cluster_slots_ok) every slot whose primary runs,
-// and every running replica's link to its primary is up.
-//
-// cluster_state:ok alone is not enough: without full coverage required, a
-// node reports it before gossip told it the other primaries' slots, and
-// answers CLUSTERDOWN Hash slot not served for them (as does a client that
-// loaded its slot map from it).
+// settled waits until every running node of m reports cluster_state:ok and
+// every running replica's link to its primary is up.
 func (m *Member) settled(ctx context.Context) error {
-	return waitFor(ctx, "every node serves the same slot map and every replica is linked", func() (bool, error) {
-		var first string
+	return waitFor(ctx, "cluster_state:ok everywhere and every replica linked", func() (bool, error) {
 		for _, s := range m.Shards {
 			for _, n := range []*Node{s.Primary(), s.Replica()} {
 				if n == nil || !n.running() {
 					continue
 				}
-				view, err := m.view(ctx, n)
-				if view == "" || err != nil {
+				if ok, err := n.infoHas(ctx, "cluster_state:ok", "CLUSTER", "INFO"); !ok || err != nil {
 					return false, err
-				}
-				if first == "" {
-					first = view
-				} else if view != first {
-					return false, nil
 				}
 				if n == s.Replica() {
 					if ok, err := n.infoHas(ctx, "master_link_status:up", "INFO", "replication"); !ok || err != nil {
@@ -102,56 +88,112 @@ func (m *Member) settled(ctx context.Context) error {
 	})
 }
 
-// view returns n's slot map, one "first-last owner-port" line per range in
-// slot order, if n reports cluster_state:ok, the map assigns every slot,
-// and n counts as served every slot of a running primary of m; else "".
+// serving waits until a member just formed serves every slot the same way
+// from every node: settled, and besides each node sees the same slot map
+// (the primary of every range) with every slot assigned and counts every
+// slot of a running primary as served (cluster_slots_ok). cluster_state:ok
+// alone is not enough: without full coverage required, a node reports it
+// before gossip told it the other primaries' slots, and answers CLUSTERDOWN
+// Hash slot not served for them (as does a client that loaded its slot map
+// from it).
+func (m *Member) serving(ctx context.Context) error {
+	var why string // what the last probe found unsettled, for the error
+	err := waitFor(ctx, "every node serves the same slot map and every replica is linked", func() (bool, error) {
+		var first, firstAddr string
+		for _, s := range m.Shards {
+			for _, n := range []*Node{s.Primary(), s.Replica()} {
+				if n == nil || !n.running() {
+					continue
+				}
+				view, unsettled, err := m.view(ctx, n)
+				if err != nil || unsettled != "" {
+					why = n.Addr() + ": " + unsettled
+					return false, err
+				}
+				if first == "" {
+					first, firstAddr = view, n.Addr()
+				} else if view != first {
+					why = fmt.Sprintf("%s maps the slots as [%s], %s as [%s]", n.Addr(), view, firstAddr, first)
+					return false, nil
+				}
+				if n == s.Replica() {
+					if ok, err := n.infoHas(ctx, "master_link_status:up", "INFO", "replication"); !ok || err != nil {
+						why = n.Addr() + ": replica link not up"
+						return false, err
+					}
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil && why != "" {
+		return fmt.Errorf("%w; last seen: %s", err, why)
+	}
+	return err
+}
+
+// view returns n's slot map, one "first-last owner-port" range after
+// another in slot order (CLUSTER NODES), or why n does not serve it yet: it
+// does not report cluster_state:ok, its map leaves a slot unassigned, or
+// it does not count as served every slot of a running primary of m.
 // Owners are told apart by port (every node of a lab is on one host): a
 // node that never met another does not know its own IP.
-func (m *Member) view(ctx context.Context, n *Node) (string, error) {
+func (m *Member) view(ctx context.Context, n *Node) (view, unsettled string, err error) {
 	info, err := n.text(ctx, "CLUSTER", "INFO")
-	if err != nil || !strings.Contains(info, "cluster_state:ok") {
-		return "", err
-	}
-	c := n.client()
-	defer c.Close()
-	shards, err := c.ClusterShards(ctx).Result()
 	if err != nil {
-		return "", fmt.Errorf("redislab: CLUSTER SHARDS on %s: %w", n.Addr(), err)
+		return "", "", err
+	}
+	if !strings.Contains(info, "cluster_state:ok") {
+		return "", "no cluster_state:ok", nil
+	}
+	nodes, err := n.text(ctx, "CLUSTER", "NODES")
+	if err != nil {
+		return "", "", err
 	}
 	var ranges []string
 	assigned, served := 0, 0
-	for _, sh := range shards {
-		port := shardPrimaryPort(sh)
-		for _, r := range sh.Slots {
-			ranges = append(ranges, fmt.Sprintf("%05d-%05d %d", r.Start, r.End, port))
-			assigned += int(r.End - r.Start + 1)
+	for line := range strings.Lines(nodes) {
+		f := strings.Fields(line)
+		if len(f) < 9 || !strings.Contains(f[2], "master") {
+			continue
+		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		_, port, _ := net.SplitHostPort(addr)
+		for _, r := range f[8:] { // "first-last" or "slot"; "[...]" is a slot on the move
+			if strings.HasPrefix(r, "[") {
+				continue
+			}
+			a, b, ok := strings.Cut(r, "-")
+			if !ok {
+				b = a
+			}
+			first, err1 := strconv.Atoi(a)
+			last, err2 := strconv.Atoi(b)
+			if err1 != nil || err2 != nil {
+				return "", "", fmt.Errorf("redislab: CLUSTER NODES on %s: slots %q", n.Addr(), r)
+			}
+			ranges = append(ranges, fmt.Sprintf("%05d-%05d %s", first, last, port))
+			assigned += last - first + 1
 			if o := m.nodeOnPort(port); o != nil && o.running() {
-				served += int(r.End - r.Start + 1)
+				served += last - first + 1
 			}
 		}
 	}
-	if assigned != lastSlot+1 || !strings.Contains(info, fmt.Sprintf("cluster_slots_ok:%d\r\n", served)) {
-		return "", nil
-	}
 	slices.Sort(ranges)
-	return strings.Join(ranges, "\n"), nil
-}
-
-// shardPrimaryPort returns the port of the primary of a CLUSTER SHARDS
-// entry, 0 if it lists none.
-func shardPrimaryPort(sh redis.ClusterShard) int64 {
-	for _, nd := range sh.Nodes {
-		if nd.Role == "master" {
-			return nd.Port
-		}
+	view = strings.Join(ranges, ", ")
+	switch {
+	case assigned != lastSlot+1:
+		return "", fmt.Sprintf("%d slots assigned in [%s]", assigned, view), nil
+	case !strings.Contains(info, fmt.Sprintf("cluster_slots_ok:%d\r\n", served)):
+		return "", fmt.Sprintf("cluster_slots_ok is not the %d slots of running primaries in [%s]", served, view), nil
 	}
-	return 0
+	return view, "", nil
 }
 
 // nodeOnPort returns the node of m on port, nil if none.
-func (m *Member) nodeOnPort(port int64) *Node {
+func (m *Member) nodeOnPort(port string) *Node {
 	for _, n := range m.Nodes() {
-		if _, p, _ := net.SplitHostPort(n.Addr()); p == strconv.FormatInt(port, 10) {
+		if _, p, _ := net.SplitHostPort(n.Addr()); p == port {
 			return n
 		}
 	}
