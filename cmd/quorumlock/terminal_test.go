@@ -30,7 +30,10 @@ func TestRunGivesTheCommandTheTerminal(t *testing.T) {
 func TestRunCtrlCStopsABashLoop(t *testing.T) {
 	lab, nodes := startLab(t, 3)
 	sh := startShell(t)
-	sh.typeIn(t, fmt.Sprintf(`for i in 1 2 3; do quorumlock run --nodes %s --key loop --node-timeout 200ms -- sh -c 'echo "it""er-$0"; sleep 30' $i; done`+"\n", nodes))
+	// Each command waits without forking (see ticker): a Ctrl-C typed as
+	// soon as "iter-1" showed, while sh -c '...; sleep 30' was forking its
+	// sleep, was lost now and then — neither sh nor sleep died of it.
+	sh.typeIn(t, fmt.Sprintf(`for i in 1 2 3; do quorumlock run --nodes %s --key loop --node-timeout 200ms -- bash -c 'echo "it""er-$1"; exec 9<>"$0"; read -u 9' %s $i; done`+"\n", nodes, idle(t, t.TempDir())))
 	sh.await(t, 20*time.Second, "iter-1")
 	sh.typeIn(t, "\x03")
 	sh.typeIn(t, `echo "af""ter"`+"\n")
@@ -53,11 +56,19 @@ func TestRunCtrlCStopsABashLoop(t *testing.T) {
 // (more often the busier the machine).
 func ticker(t *testing.T, dir string) (cmdline, ticks string) {
 	t.Helper()
-	fifo, ticks := dir+"/idle", dir+"/ticks"
+	ticks = dir + "/ticks"
+	return fmt.Sprintf(`bash -c 'exec 9<>"$0"; echo "sh=$$"; while :; do echo x >> "$1"; read -t 0.2 -u 9; done' %s %s`, idle(t, dir), ticks), ticks
+}
+
+// idle returns a new FIFO in dir that no one writes: a command waits on it
+// (read) without forking.
+func idle(t *testing.T, dir string) string {
+	t.Helper()
+	fifo := dir + "/idle"
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return fmt.Sprintf(`bash -c 'exec 9<>"$0"; echo "sh=$$"; while :; do echo x >> "$1"; read -t 0.2 -u 9; done' %s %s`, fifo, ticks), ticks
+	return fifo
 }
 
 // awaitPid waits until the terminal shows name=PID and returns PID.
