@@ -5,7 +5,9 @@ package main
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,7 +30,10 @@ func TestRunGivesTheCommandTheTerminal(t *testing.T) {
 func TestRunCtrlCStopsABashLoop(t *testing.T) {
 	lab, nodes := startLab(t, 3)
 	sh := startShell(t)
-	sh.typeIn(t, fmt.Sprintf(`for i in 1 2 3; do quorumlock run --nodes %s --key loop --node-timeout 200ms -- sh -c 'echo "it""er-$0"; sleep 30' $i; done`+"\n", nodes))
+	// Each command waits without forking (see ticker): a Ctrl-C typed as
+	// soon as "iter-1" showed, while sh -c '...; sleep 30' was forking its
+	// sleep, was lost now and then — neither sh nor sleep died of it.
+	sh.typeIn(t, fmt.Sprintf(`for i in 1 2 3; do quorumlock run --nodes %s --key loop --node-timeout 200ms -- bash -c 'echo "it""er-$1"; exec 9<>"$0"; read -u 9' %s $i; done`+"\n", nodes, idle(t, t.TempDir())))
 	sh.await(t, 20*time.Second, "iter-1")
 	sh.typeIn(t, "\x03")
 	sh.typeIn(t, `echo "af""ter"`+"\n")
@@ -41,15 +46,46 @@ func TestRunCtrlCStopsABashLoop(t *testing.T) {
 	}
 }
 
-// The command sleeps between ticks rather than forking often: a dash
-// forks by vfork, and a Ctrl-Z that stops its child before exec leaves it
-// blocked in vfork, not stopped — with or without quorumlock, no shell
-// sees that job stop.
+// ticker returns a command line that appends a tick to a file in dir every
+// 0.2 s, printing its pid first as sh=PID, and the ticks file. It never
+// forks: bash waits between ticks on a FIFO no one writes (read -t). A
+// command that forks a sleep after each tick had its Ctrl-Z, typed just
+// after a tick, land now and then between a dash's vfork and its child's
+// exec: the child stops before exec, dash stays blocked in vfork, not
+// stopped, and no shell — with or without quorumlock — sees the job stop
+// (more often the busier the machine).
+func ticker(t *testing.T, dir string) (cmdline, ticks string) {
+	t.Helper()
+	ticks = dir + "/ticks"
+	return fmt.Sprintf(`bash -c 'exec 9<>"$0"; echo "sh=$$"; while :; do echo x >> "$1"; read -t 0.2 -u 9; done' %s %s`, idle(t, dir), ticks), ticks
+}
+
+// idle returns a new FIFO in dir that no one writes: a command waits on it
+// (read) without forking.
+func idle(t *testing.T, dir string) string {
+	t.Helper()
+	fifo := dir + "/idle"
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return fifo
+}
+
+// awaitPid waits until the terminal shows name=PID and returns PID.
+func (sh *shell) awaitPid(t *testing.T, d time.Duration, name string) int {
+	t.Helper()
+	re := regexp.MustCompile(name + `=(\d+)`)
+	testkit.Eventually(t, d, "the terminal to show "+name+"=PID", func() bool { return re.MatchString(sh.out.String()) })
+	return pidOf(t, sh.out.String(), name)
+}
+
 func TestRunCtrlZStopsTheCommandWithIt(t *testing.T) {
 	_, nodes := startLab(t, 3)
-	ticks := t.TempDir() + "/ticks"
+	ticker, ticks := ticker(t, t.TempDir())
 	sh := startShell(t)
-	sh.typeIn(t, fmt.Sprintf(`quorumlock run --nodes %s --key z --ttl 1s --node-timeout 200ms -- sh -c 'while :; do echo x >> %s; sleep 0.2; done'`+"\n", nodes, ticks))
+	// A TTL that renewals keep on a loaded machine: the lease must lapse
+	// because the job is stopped, not before.
+	sh.typeIn(t, fmt.Sprintf(`quorumlock run --nodes %s --key z --ttl 3s --node-timeout 200ms -- %s`+"\n", nodes, ticker))
 	testkit.Eventually(t, 20*time.Second, "the command to tick", func() bool { return fileSize(ticks) > 0 })
 	sh.typeIn(t, "\x1a")
 	sh.await(t, 10*time.Second, "Stopped")
@@ -84,11 +120,11 @@ func fileSize(path string) int64 {
 // Continued while its lease lasts, the job goes on under the same lock.
 func TestRunCtrlZThenFgGoesOn(t *testing.T) {
 	lab, nodes := startLab(t, 3)
-	ticks := t.TempDir() + "/ticks"
+	ticker, ticks := ticker(t, t.TempDir())
 	sh := startShell(t)
-	sh.typeIn(t, fmt.Sprintf(`quorumlock run --nodes %s --key fg --ttl 30s --node-timeout 200ms -- sh -c 'echo "sh=$$"; while :; do echo x >> %s; sleep 0.2; done'`+"\n", nodes, ticks))
+	sh.typeIn(t, fmt.Sprintf(`quorumlock run --nodes %s --key fg --ttl 30s --node-timeout 200ms -- %s`+"\n", nodes, ticker))
 	testkit.Eventually(t, 20*time.Second, "the command to tick", func() bool { return fileSize(ticks) > 0 })
-	cmd := pidOf(t, sh.out.String(), "sh")
+	cmd := sh.awaitPid(t, 10*time.Second, "sh")
 	sh.typeIn(t, "\x1a")
 	sh.await(t, 10*time.Second, "Stopped")
 	if !stopped(cmd) {

@@ -15,12 +15,16 @@ var errNoReplica = errors.New("redislab: the shard has no replica (StartShards w
 // Failover: it pauses the replica (SIGSTOP), then closes the primary's
 // replication links (CLIENT KILL TYPE replica). A pause alone is not enough:
 // the replica would read what its socket buffered once resumed. Failover
-// resumes it; so does Resume, after which it resyncs and the cut is undone.
+// resumes it; so does Resume, after which it resyncs and the cut is undone
+// (but a Failover then still promotes it without waiting for it).
 func (s *Shard) CutReplica(ctx context.Context) error {
 	primary, replica := s.Primary(), s.Replica()
 	if replica == nil {
 		return errNoReplica
 	}
+	s.mu.Lock()
+	s.cut = true
+	s.mu.Unlock()
 	if err := replica.Pause(); err != nil {
 		return err
 	}
@@ -33,16 +37,27 @@ func (s *Shard) CutReplica(ctx context.Context) error {
 // what it missed: the old primary, if running, is paused until the
 // promotion is done, so that the replica cannot resync first, then resumed;
 // it learns the new epoch and turns into a replica of the promoted node
-// (dropping its keys in the full sync). Failover returns once the promoted
-// node is a primary, every running node of the member reports
-// cluster_state:ok, and the other primaries route the shard's first slot to
-// it.
+// (dropping its keys in the full sync). A replica that was not cut is
+// promoted with every write: Failover first waits until it has caught up
+// with what the running primary had written (replication is asynchronous:
+// a write just acknowledged by the primary may not have reached it yet).
+// Failover returns once the promoted node is a primary, the other primaries
+// route the shard's first slot to it, and the member has settled (see
+// Settled).
 func (s *Shard) Failover(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
 	defer cancel()
 	old, promoted := s.Primary(), s.Replica()
 	if promoted == nil {
 		return errNoReplica
+	}
+	s.mu.Lock()
+	cut := s.cut
+	s.mu.Unlock()
+	if !cut && old.running() {
+		if err := caughtUp(ctx, old, promoted); err != nil {
+			return err
+		}
 	}
 	if old.running() {
 		if err := old.Pause(); err != nil {
@@ -65,12 +80,40 @@ func (s *Shard) Failover(ctx context.Context) error {
 		return err
 	}
 	s.mu.Lock()
-	s.primary, s.replica = promoted, old
+	s.primary, s.replica, s.cut = promoted, old, false
 	s.mu.Unlock()
 	if err := s.member.routed(ctx, s.First, promoted); err != nil {
 		return err
 	}
 	return s.member.settled(ctx)
+}
+
+// caughtUp waits until replica has processed every write primary had made
+// when called: its slave_repl_offset reaches the primary's
+// master_repl_offset.
+func caughtUp(ctx context.Context, primary, replica *Node) error {
+	want, err := primary.replOffset(ctx, "master_repl_offset")
+	if err != nil {
+		return err
+	}
+	return waitFor(ctx, fmt.Sprintf("%s has replicated offset %d of %s", replica.Addr(), want, primary.Addr()), func() (bool, error) {
+		got, err := replica.replOffset(ctx, "slave_repl_offset")
+		return got >= want, err
+	})
+}
+
+// replOffset returns the offset named field of n's INFO replication.
+func (n *Node) replOffset(ctx context.Context, field string) (int64, error) {
+	info, err := n.text(ctx, "INFO", "replication")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("redislab: no %s in INFO replication of %s", field, n.Addr())
 }
 
 // MoveSlot moves one hash slot, with its keys, from the shard that serves

@@ -36,6 +36,7 @@ type Shard struct {
 	member           *Member
 	mu               sync.Mutex
 	primary, replica *Node // replica nil without WithReplicas
+	cut              bool  // CutReplica cut the replica off; Failover undoes it
 }
 
 // shardNodeTimeout is the cluster-node-timeout of a sharded lab, in ms:
