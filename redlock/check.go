@@ -59,7 +59,7 @@ type Finding struct {
 	Why      string   `json:"why"`      // why it matters
 }
 
-// A Report is every Finding of one Check, by node then check.
+// A Report is every Finding of one Check, by node, then the set's.
 type Report struct {
 	Findings  []Finding `json:"findings"`
 	Nodes     int       `json:"nodes"`     // nodes given
@@ -115,7 +115,8 @@ func Check(ctx context.Context, nodes []redis.UniversalClient, opts ...Option) (
 		}
 	}
 	r.Findings = append(r.Findings, setFindings(&cfg, members)...)
-	slices.SortStableFunc(r.Findings, func(a, b Finding) int { return cmp.Compare(a.Node, b.Node) })
+	// By node, the set's findings (-1) last.
+	slices.SortStableFunc(r.Findings, func(a, b Finding) int { return cmp.Compare(uint(a.Node), uint(b.Node)) })
 	return r, nil
 }
 
