@@ -93,9 +93,12 @@ func (sc *serverCheck) eviction(s server, mem map[string]string) {
 func (sc *serverCheck) persistence(ctx context.Context, cfg *config, s server, pers map[string]string) {
 	aof := pers["aof_enabled"] == "1"
 	fsync, err := configGet(ctx, s.rdb, "appendfsync")
-	got := "appendonly " + map[bool]string{true: "yes", false: "no"}[aof] + ", appendfsync " + fsync
-	if err != nil {
-		got = "appendonly " + map[bool]string{true: "yes", false: "no"}[aof] + ", appendfsync unknown (CONFIG GET: " + oneLine(err.Error()) + ")"
+	got := "appendonly no"
+	switch {
+	case aof && err != nil:
+		got = "appendonly yes, appendfsync unknown (CONFIG GET: " + oneLine(err.Error()) + ")"
+	case aof:
+		got = "appendonly yes, appendfsync " + fsync
 	}
 	const want = "appendonly yes, appendfsync always"
 	guard := cfg.restartGuard()

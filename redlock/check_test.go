@@ -13,8 +13,8 @@ import (
 )
 
 // checkOpts are Check's options in tests: a short clock sample, and a node
-// timeout that a loaded test machine meets.
-var checkOpts = []redlock.Option{redlock.WithClockSample(500 * time.Millisecond), redlock.WithNodeTimeout(testkit.NodeTimeout)}
+// timeout that a loaded test machine meets (its p99 PING included).
+var checkOpts = []redlock.Option{redlock.WithClockSample(500 * time.Millisecond), redlock.WithNodeTimeout(time.Second)}
 
 // runCheck runs Check on nodes with checkOpts then opts.
 func runCheck(t *testing.T, nodes []redis.UniversalClient, opts ...redlock.Option) redlock.Report {
@@ -64,7 +64,9 @@ func TestCheckCleanLab(t *testing.T) {
 		t.Fatalf("clean lab: worst %v, reachable %d: %+v", rep.Worst(), rep.Reachable, rep.Findings)
 	}
 	for i := range nodes {
-		for _, c := range []string{"role", "eviction", "persistence", "acl", "start", "clock"} {
+		// rtt and clock may warn on a loaded machine (a slow PING, a
+		// round trip too long to tell the rate); they never fail here.
+		for _, c := range []string{"role", "eviction", "persistence", "acl", "start"} {
 			if f := finding(t, rep, i, c); f.Severity != redlock.SeverityOK {
 				t.Errorf("node %d %s: %v %q: %s", i, c, f.Severity, f.Got, f.Why)
 			}
