@@ -84,9 +84,10 @@ func (r Report) Majority() bool { return r.Reachable >= r.Need }
 // Clients over them use: WithTTL, WithNodeTimeout, WithDriftFactor,
 // WithRestartGuard and WithPrefix shape what is wanted; WithClockSample how
 // long the clock is sampled. It changes nothing on the nodes, and takes
-// about the clock sample plus a few round trips. An unreachable node is a
-// failed finding, not an error; the error is ErrInvalid for bad options or
-// nodes, or ctx's error if it ended before the checks did.
+// about the clock sample plus a few round trips (members are checked at
+// once; at most the clock sample plus checkBudget). An unreachable node is
+// a failed finding, not an error; the error is ErrInvalid for bad options
+// or nodes, or ctx's error if it ended before the checks did.
 func Check(ctx context.Context, nodes []redis.UniversalClient, opts ...Option) (Report, error) {
 	cfg, err := defaults().with(opts)
 	if err != nil {
@@ -149,8 +150,15 @@ type server struct {
 	rdb  *redis.Client
 }
 
+// checkBudget bounds the checks of one member beyond its clock sample, so
+// that a frozen master costs Check a bounded wait even under a ctx without
+// deadline (each of its calls is bounded by its client's timeouts too).
+const checkBudget = 20 * time.Second
+
 // checkMember runs the per-server checks on every server of member i.
 func checkMember(ctx context.Context, cfg *config, i int, n redis.UniversalClient) memberCheck {
+	ctx, cancel := context.WithTimeout(ctx, cfg.clockSample+checkBudget)
+	defer cancel()
 	m := memberCheck{reachable: true}
 	servers, err := primariesOf(ctx, n)
 	if err != nil {

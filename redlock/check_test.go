@@ -165,3 +165,21 @@ func TestCheckACLWithoutDryRun(t *testing.T) {
 	rep := runCheck(t, []redis.UniversalClient{nodes[0], app, nodes[2]}, redlock.WithClockSample(0))
 	wantSeverity(t, rep, 1, "acl", redlock.SeverityFail, "NOPERM")
 }
+
+// A Redis Cluster member is checked on its primary; the same cluster given
+// again through another address is one server counted twice.
+func TestCheckClusterMembers(t *testing.T) {
+	l := redislab.StartCluster(t, 3)
+	l.Trust(t, redlock.TrustStart)
+	nodes := l.ClusterClients(t)
+	_, port, _ := strings.Cut(l.Nodes[0].Addr(), ":")
+	alias := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"localhost:" + port}})
+	t.Cleanup(func() { alias.Close() })
+	rep := runCheck(t, append(nodes, alias), redlock.WithClockSample(0))
+	for _, c := range []string{"role", "eviction", "persistence", "acl", "start"} {
+		if f := finding(t, rep, 1, c); f.Severity != redlock.SeverityOK || !strings.Contains(f.Addr, " primary ") {
+			t.Errorf("cluster node 1 %s: %v %q at %q: %s", c, f.Severity, f.Got, f.Addr, f.Why)
+		}
+	}
+	wantSeverity(t, rep, 3, "same-server", redlock.SeverityFail, "same server as node 0")
+}
