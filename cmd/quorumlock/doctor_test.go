@@ -122,3 +122,22 @@ func TestDoctorExitStatuses(t *testing.T) {
 		}
 	}
 }
+
+// doctor's help lists its flags and exit statuses; the tool's lists doctor.
+func TestDoctorHelp(t *testing.T) {
+	code, stdout, stderr := inProcess("help", "doctor")
+	if code != exitOK || stderr != "" {
+		t.Fatalf("help doctor: status %d, stderr %q", code, stderr)
+	}
+	for _, w := range []string{"-clock-sample duration", "-drift-factor float", "-node-timeout duration", "-json", "69", "Examples:"} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("doctor's usage lacks %q:\n%s", w, stdout)
+		}
+	}
+	if strings.Contains(stdout, flagsMarker) {
+		t.Errorf("usage still has %s", flagsMarker)
+	}
+	if _, stdout, _ := inProcess("help"); !strings.Contains(stdout, "quorumlock doctor --nodes") {
+		t.Errorf("the tool's usage does not list doctor:\n%s", stdout)
+	}
+}
