@@ -108,8 +108,9 @@ type config struct {
 	guardWindow               time.Duration
 	guardSet                  bool
 	retention                 time.Duration
-	observers                 observers // the Client's, then one call's
-	perCall                   bool      // set on a Client's stored config: options now apply to one call
+	observers                 observers     // the Client's, then one call's
+	clockSample               time.Duration // Check's clock-rate sample (check.go)
+	perCall                   bool          // set on a Client's stored config: options now apply to one call
 }
 
 func hasNil(os observers) bool {
@@ -127,6 +128,7 @@ func defaults() config {
 		retryMin: DefaultRetryMin, retryMax: DefaultRetryMax,
 		driftFactor: DefaultDriftFactor, autoRenew: true,
 		prefix: DefaultPrefix, clock: clock.Real(), retention: DefaultFenceRetention,
+		clockSample: DefaultClockSample,
 	}
 }
 

@@ -116,14 +116,25 @@ func surveyServer(ctx context.Context, rdb redis.UniversalClient, prefix string)
 	up, _ := strconv.Atoi(info["Server"]["uptime_in_seconds"])
 	s.uptime = time.Duration(up) * time.Second
 	s.oldest = s.uptime
+	if s.vouched, s.err = vouchedRecord(ctx, rdb, info["Server"]); s.err != nil {
+		s.err = fmt.Errorf("redlock: CheckNew: %w", s.err)
+		return s
+	}
+	s.holds, s.err = scanHolds(ctx, rdb, prefix)
+	return s
+}
+
+// vouchedRecord reports whether TrustStart vouched for the server process
+// rdb talks to, whose INFO server section is srv: its record holds srv's
+// run_id.
+func vouchedRecord(ctx context.Context, rdb redis.UniversalClient, srv map[string]string) (bool, error) {
 	key := TrustKey
-	if info["Server"]["redis_mode"] == "cluster" {
+	if srv["redis_mode"] == "cluster" {
 		// TrustStart writes every slot's record of a primary at once: one
 		// stands for all.
 		_, slots, err := ownSlots(ctx, rdb)
 		if err != nil {
-			s.err = fmt.Errorf("redlock: CheckNew: %w", err)
-			return s
+			return false, err
 		}
 		if len(slots) > 0 {
 			key = trustKeyOf(slots[0])
@@ -131,12 +142,9 @@ func surveyServer(ctx context.Context, rdb redis.UniversalClient, prefix string)
 	}
 	vouched, err := rdb.Get(ctx, key).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		s.err = fmt.Errorf("redlock: CheckNew: GET %s: %w", key, err)
-		return s
+		return false, fmt.Errorf("GET %s: %w", key, err)
 	}
-	s.vouched = vouched != "" && vouched == s.runID
-	s.holds, s.err = scanHolds(ctx, rdb, prefix)
-	return s
+	return vouched != "" && vouched == srv["run_id"], nil
 }
 
 // scanHolds returns the keys under prefix that are held: locks and permits

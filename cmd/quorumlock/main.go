@@ -11,6 +11,7 @@
 //	quorumlock trust  --nodes host:port,...
 //	quorumlock elect  --nodes host:port,... --name N [--value V] [flags] -- CMD [ARGS...]
 //	quorumlock leader --nodes host:port,... --name N [--watch]
+//	quorumlock doctor --nodes host:port,... [--json]
 //	quorumlock version
 //
 // Run "quorumlock help SUBCOMMAND" for the flags, examples and exit statuses
@@ -94,6 +95,7 @@ var subcommands = map[string]struct {
 	"trust":  {(*cli).trust, trustUsage},
 	"elect":  {(*cli).elect, electUsage},
 	"leader": {(*cli).leader, leaderUsage},
+	"doctor": {(*cli).doctor, doctorUsage},
 }
 
 // main runs the subcommand named by args[0] and returns the exit status.
@@ -139,6 +141,7 @@ Usage:
   quorumlock trust  --nodes host:port,...
   quorumlock elect  --nodes host:port,... --name N [--value V] [flags] -- CMD [ARGS...]
   quorumlock leader --nodes host:port,... --name N [--watch]
+  quorumlock doctor --nodes host:port,... [--json]
   quorumlock help   [SUBCOMMAND]
   quorumlock version
 
@@ -157,6 +160,8 @@ Subcommands:
   elect    campaign to lead an election, run CMD while leading ($QUORUMLOCK_TERM),
            resign when it exits
   leader   print who leads an election; with --watch, each new leader
+  doctor   check that the masters are fit to hold locks: role, eviction,
+           persistence, ACL, round trip, clock rate, restarts, count
   version  print quorumlock's release and the go-redis and Go it was built with
 
 Nodes are independent Redis masters (not replicas of one another), given as
