@@ -116,4 +116,3 @@ func requirePicture(t *testing.T, file string) {
 		t.Error("no red in the screenshot: the overlap is not drawn")
 	}
 }
-

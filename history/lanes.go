@@ -138,9 +138,24 @@ func (c *canvas) hold(h *hold, y float64) {
 			Title: fmt.Sprintf("%s: lease of token %d after the loss signal, until Until", h.client, h.token)})
 	}
 	c.Shapes = append(c.Shapes, shape{X: x, Y: y + 2, W: w, H: rowH - 4, Class: class, Fill: col, Title: title})
-	if w >= minTokenW {
-		c.Labels = append(c.Labels, label{X: x + w/2, Y: y + rowH - 6, Class: "token", Anchor: "middle", Text: fmt.Sprint(h.token)})
+	if text := fitToken(h.token, w); text != "" {
+		c.Labels = append(c.Labels, label{X: x + w/2, Y: y + rowH - 6, Class: "token", Anchor: "middle", Text: text})
 	}
+}
+
+// fitToken returns token as a label for a bar w pixels wide: whole if it
+// fits, else its last digits after "…" (they tell neighbours apart; the
+// whole token is on hover), or nothing on a bar too narrow.
+func fitToken(token int64, w float64) string {
+	s := fmt.Sprint(token)
+	fits := int((w - 4) / tokenCharW)
+	switch {
+	case fits >= len(s):
+		return s
+	case fits < 3:
+		return ""
+	}
+	return "…" + s[len(s)-(fits-1):]
 }
 
 // overlapsOf draws key's overlaps in red over the whole lane.

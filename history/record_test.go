@@ -50,7 +50,7 @@ func TestWriteRefusesIncompleteRecords(t *testing.T) {
 func TestReadNamesTheBadLine(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"type":"grant","time":"2026-11-26T12:00:00Z"}` + "\nnot json\n": "line 2",
-		"\n" + `{"type":"grant"}`:                                          "line 2",
+		"\n" + `{"type":"grant"}`: "line 2",
 	} {
 		_, err := history.Read(strings.NewReader(in))
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "history: ") {

@@ -13,16 +13,16 @@ import (
 
 // Geometry of the picture, in SVG pixels.
 const (
-	labelW    = 190.0 // the lanes' names
-	rightPad  = 24.0
-	axisH     = 30.0
-	rowH      = 18.0 // one row of a lane; a lane has a row per holds held at once
-	laneGap   = 5.0
-	headH     = 26.0 // a section's heading
-	minPlotW  = 1100.0
-	maxPlotW  = 40000.0
-	pxPerSec  = 220.0
-	minTokenW = 24.0 // narrower bars carry no token label
+	labelW     = 190.0 // the lanes' names
+	rightPad   = 24.0
+	axisH      = 30.0
+	rowH       = 18.0 // one row of a lane; a lane has a row per holds held at once
+	laneGap    = 5.0
+	headH      = 26.0 // a section's heading
+	minPlotW   = 1100.0
+	maxPlotW   = 40000.0
+	pxPerSec   = 220.0
+	tokenCharW = 6.2 // width of a digit of a token label
 )
 
 // Colours: clients take the palette in order of first appearance; red is

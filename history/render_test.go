@@ -53,7 +53,7 @@ func render(t *testing.T, recs []history.Record) string {
 // count counts the SVG rectangles whose class attribute starts with the
 // word class.
 func count(page, class string) int {
-	return len(regexp.MustCompile(`<rect class="` + regexp.QuoteMeta(class) + `[ "]`).FindAllStringIndex(page, -1))
+	return len(regexp.MustCompile(`<rect class="`+regexp.QuoteMeta(class)+`[ "]`).FindAllStringIndex(page, -1))
 }
 
 func countType(recs []history.Record, typ string) int {

@@ -9,6 +9,7 @@
 //	quorumlock status --nodes host:port,... --key K [--limit N] [--json]
 //	quorumlock demo   [--nodes host:port,...] [flags]
 //	quorumlock trust  --nodes host:port,...
+//	quorumlock report HISTORY.jsonl > run.html
 //	quorumlock version
 //
 // Run "quorumlock help SUBCOMMAND" for the flags, examples and exit statuses
@@ -90,6 +91,7 @@ var subcommands = map[string]struct {
 	"status": {(*cli).status, statusUsage},
 	"demo":   {(*cli).demo, demoUsage},
 	"trust":  {(*cli).trust, trustUsage},
+	"report": {(*cli).drawReport, reportUsage},
 }
 
 // main runs the subcommand named by args[0] and returns the exit status.
@@ -133,6 +135,7 @@ Usage:
   quorumlock status --nodes host:port,... --key K [--limit N] [--json]
   quorumlock demo   [--nodes host:port,...] [flags]
   quorumlock trust  --nodes host:port,...
+  quorumlock report HISTORY.jsonl > run.html
   quorumlock help   [SUBCOMMAND]
   quorumlock version
 
@@ -148,6 +151,8 @@ Subcommands:
            node is killed and restarted; five embedded nodes unless --nodes
   trust    vouch that new masters' processes have no lock to forget, so
            that locks need not wait out the restart guard after they start
+  report   draw a history (demo --report, the chaos soak, history.Observer)
+           as one self-contained HTML page of holds, tokens and faults
   version  print quorumlock's release and the go-redis and Go it was built with
 
 Nodes are independent Redis masters (not replicas of one another), given as
