@@ -59,6 +59,9 @@ func TestSoak(t *testing.T) {
 	s := &soak{t: t, lab: lab, m: m, w: w, rng: rand.New(rand.NewPCG(*soakSeed, 0x50a4))}
 	closeAll := closeSeats(t, w)
 	t.Cleanup(closeAll) // after the holders stopped (Cleanup runs last-in first-out)
+	if *soakReport != "" {
+		t.Cleanup(func() { s.writeReport(t, *soakReport, store.Writes()) }) // after the holders stopped, whatever failed
+	}
 	ctx := testkit.Context(t, *soakDur+5*time.Minute)
 	stopLong := longHolds(ctx, w.rec, store, w.seats[0], "long", ttl, *soakSeed)
 	lag := probeLag(w.rec.Now)
@@ -163,6 +166,7 @@ type soak struct {
 	episodes []episode
 	blinked  atomic.Int64 // blinks of a majority (blinks)
 	closes   []closing    // Close under a frozen master (frozenClose)
+	hit      []int        // the masters pick chose for the episode in progress
 }
 
 // An episode is one fault, from its injection to its healing, on the
@@ -171,6 +175,7 @@ type episode struct {
 	kind     string
 	from, to time.Duration
 	fresh    int
+	nodes    []int // the masters it hit, as pick chose them
 }
 
 // A fault injects itself and returns how to heal it; it lasts at least
@@ -248,7 +253,9 @@ var faults = []fault{
 func (s *soak) episode(ctx context.Context, rec *chaos.Recorder) {
 	f := faults[s.rng.IntN(len(faults))]
 	e := episode{kind: f.kind, from: rec.Now()}
+	s.hit = nil
 	heal := f.inject(s)
+	e.nodes = s.hit
 	if f.restarts == atInject {
 		e.fresh += s.draw(1 + s.rng.IntN(3))
 	}
@@ -314,7 +321,9 @@ func (s *soak) rolling(seed uint64, empty bool) (heal func()) {
 
 // pick returns between lo and hi distinct random masters.
 func (s *soak) pick(lo, hi int) []int {
-	return randomSubset(s.rng, len(s.lab.Nodes), lo+s.rng.IntN(hi-lo+1))
+	nodes := randomSubset(s.rng, len(s.lab.Nodes), lo+s.rng.IntN(hi-lo+1))
+	s.hit = append(s.hit, nodes...)
+	return nodes
 }
 
 // delay returns a random one-way latency of up to three node timeouts.

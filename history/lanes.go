@@ -17,7 +17,7 @@ func (c *canvas) nodeLanes(r *run) {
 	if len(nodes) == 0 {
 		nodes = []string{"all nodes"}
 	}
-	c.heading("nodes and faults")
+	c.heading("faults by node")
 	tops := map[string]float64{}
 	for _, n := range nodes {
 		tops[n] = c.lane(n, 1, "")
@@ -72,7 +72,7 @@ func (c *canvas) keyLanes(r *run) {
 	if len(byKey) == 0 {
 		return
 	}
-	c.heading("keys: holds by client, token on each")
+	c.heading("holds by key")
 	for _, key := range sorted(byKey) {
 		hs := byKey[key]
 		slices.SortStableFunc(hs, func(a, b *hold) int { return a.start.Compare(b.start) })

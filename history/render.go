@@ -68,9 +68,11 @@ type swatch struct {
 type picture struct {
 	Title, Summary string
 	W, H           float64
+	NamesW, PlotW  float64 // the names' column and the plot, which scrolls
 	Grid           []shape // the axis' tick lines
 	Lanes          []shape // lane backgrounds
 	Shapes         []shape
+	Names          []label // headings and lanes' names, in a column that does not scroll
 	Labels         []label
 	Clients        []swatch
 	More           int // clients left out of the legend
@@ -115,7 +117,7 @@ func draw(r *run) *picture {
 	if c.Title == "" {
 		c.Title = "quorumlock history"
 	}
-	c.W = labelW + plotW + rightPad
+	c.W, c.NamesW, c.PlotW = labelW+plotW+rightPad, labelW, plotW+rightPad
 	c.nodeLanes(r)
 	c.keyLanes(r)
 	c.H = c.y + laneGap
@@ -131,7 +133,11 @@ func (c *canvas) axis(secs float64) {
 	for t := 0.0; t <= secs+step/1000; t += step {
 		x := labelW + t*c.scale
 		c.Grid = append(c.Grid, shape{X: x, Y: axisH - 6, W: 1, H: c.H - axisH + 6, Class: "grid"})
-		c.Labels = append(c.Labels, label{X: x, Y: axisH - 10, Class: "tick", Anchor: "middle", Text: fmtOffset(t, step)})
+		anchor := "middle"
+		if t == 0 {
+			anchor = "start" // not cut by the names' column
+		}
+		c.Labels = append(c.Labels, label{X: x, Y: axisH - 10, Class: "tick", Anchor: anchor, Text: fmtOffset(t, step)})
 	}
 }
 
@@ -161,7 +167,7 @@ func fmtOffset(t, step float64) string {
 // heading starts a section of lanes.
 func (c *canvas) heading(text string) {
 	c.y += 6
-	c.Labels = append(c.Labels, label{X: 8, Y: c.y + headH - 10, Class: "heading", Anchor: "start", Text: text})
+	c.Names = append(c.Names, label{X: 8, Y: c.y + headH - 10, Class: "heading", Anchor: "start", Text: text})
 	c.y += headH
 }
 
@@ -169,7 +175,7 @@ func (c *canvas) heading(text string) {
 func (c *canvas) lane(name string, rows int, note string) float64 {
 	top, h := c.y, float64(rows)*rowH
 	c.Lanes = append(c.Lanes, shape{X: 0, Y: top, W: c.W, H: h, Class: "lane", Title: name + note})
-	c.Labels = append(c.Labels, label{X: labelW - 8, Y: top + h/2 + 4, Class: "lane-name", Anchor: "end", Text: clip(name, 28)})
+	c.Names = append(c.Names, label{X: labelW - 8, Y: top + h/2 + 4, Class: "lane-name", Anchor: "end", Text: clip(name, 28)})
 	c.y += h + laneGap
 	return top
 }

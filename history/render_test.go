@@ -142,7 +142,7 @@ func TestRenderDrawsRefusedStaleWriteInRed(t *testing.T) {
 // TestRenderIsSelfContained: nothing the page would fetch, and no script.
 func TestRenderIsSelfContained(t *testing.T) {
 	page := render(t, sample())
-	page = strings.Replace(page, `xmlns="http://www.w3.org/2000/svg"`, "", 1)
+	page = strings.ReplaceAll(page, `xmlns="http://www.w3.org/2000/svg"`, "")
 	for _, bad := range []string{"http:", "https:", "src=", "href", "url(", "<script", "@import"} {
 		if strings.Contains(page, bad) {
 			t.Errorf("page contains %q", bad)
