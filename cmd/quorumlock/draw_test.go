@@ -12,7 +12,7 @@ import (
 
 // rects counts the page's SVG rectangles whose class starts with class.
 func rects(page, class string) int {
-	return len(regexp.MustCompile(`<rect class="` + class + `[ "]`).FindAllStringIndex(page, -1))
+	return len(regexp.MustCompile(`<rect class="`+class+`[ "]`).FindAllStringIndex(page, -1))
 }
 
 // TestDemoReport runs the demo with --report: it must print the page's and
