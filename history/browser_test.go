@@ -31,9 +31,11 @@ func chromium(t *testing.T, page string, flags ...string) (stdout, stderr string
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), chromiumWait)
 	defer cancel()
+	// Offline: no host name resolves.
 	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0"}, flags...)
+		"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0",
+		"--host-resolver-rules=MAP * ~NOTFOUND"}, flags...)
 	cmd := exec.CommandContext(ctx, bin, append(args, "file://"+page)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
