@@ -13,7 +13,8 @@ func (r *Recorder) Instant(d time.Duration) time.Time { return r.epoch.Add(d) }
 // Records returns the Recorder's history as records of package history,
 // for its report (history.Render): each hold as its grant and its release,
 // or its loss when the library signalled one; then each write to a fenced
-// store; then extra (the run, its faults) as given.
+// store that was accepted or refused (a failed one, whose outcome is
+// unknown, is left out); then extra (the run, its faults) as given.
 func (r *Recorder) Records(writes []Write, extra ...history.Record) []history.Record {
 	holds := r.History()
 	out := make([]history.Record, 0, 2*len(holds)+len(writes)+len(extra))
@@ -34,12 +35,11 @@ func (r *Recorder) Records(writes []Write, extra ...history.Record) []history.Re
 		out = append(out, grant, end)
 	}
 	for _, w := range writes {
-		rec := history.Record{Type: history.TypeWrite, Time: r.Instant(w.Start), Key: w.Key, Token: w.Token,
-			Refused: w.Refused, Seen: w.Seen}
 		if w.Err != nil {
-			rec.Note = "failed: " + w.Err.Error()
+			continue // neither accepted nor refused: no record says that
 		}
-		out = append(out, rec)
+		out = append(out, history.Record{Type: history.TypeWrite, Time: r.Instant(w.Start), Key: w.Key, Token: w.Token,
+			Refused: w.Refused, Seen: w.Seen})
 	}
 	return append(out, extra...)
 }

@@ -178,12 +178,27 @@ func (c *canvas) writes(ws []Record, top, h float64) {
 		x := c.x(w.Time)
 		if w.Refused {
 			c.Shapes = append(c.Shapes, shape{X: x - 1.5, Y: top - 2, W: 3, H: h + 4, Class: "write refused",
-				Title: fmt.Sprintf("STALE WRITE REFUSED at %s: %s wrote %s with token %d, the store had %d", c.ms(w.Time), w.Client, w.Key, w.Token, w.Seen)})
+				Title: fmt.Sprintf("STALE WRITE REFUSED at %s: %swrote %s with token %d, the store had %d", c.ms(w.Time), who(w.Client), w.Key, w.Token, w.Seen)})
 			continue
 		}
 		c.Shapes = append(c.Shapes, shape{X: x - 0.5, Y: top + h - 5, W: 1, H: 5, Class: "write",
-			Title: fmt.Sprintf("write accepted at %s: %s, token %d", c.ms(w.Time), w.Client, w.Token)})
+			Title: fmt.Sprintf("write accepted at %s: %swrote %s with token %d%s", c.ms(w.Time), who(w.Client), w.Key, w.Token, noteOf(w.Note))})
 	}
+}
+
+// who names a writer, if known, before "wrote".
+func who(client string) string {
+	if client == "" {
+		return ""
+	}
+	return client + " "
+}
+
+func noteOf(note string) string {
+	if note == "" {
+		return ""
+	}
+	return "\n" + note
 }
 
 // legend lists the fault kinds drawn (in a fixed order, then others).
