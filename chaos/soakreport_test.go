@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -84,12 +83,8 @@ func (s *soak) writeReport(t *testing.T, path string, writes []chaos.Write) {
 		t.Errorf("report: %v", err)
 		return
 	}
-	jsonl := strings.TrimSuffix(page, filepath.Ext(page)) + ".jsonl"
-	if err := history.WriteFile(jsonl, recs); err != nil {
-		t.Errorf("report: %v", err)
-		return
-	}
-	if err := history.RenderFile(jsonl, page); err != nil {
+	jsonl, err := history.Save(page, recs)
+	if err != nil {
 		t.Errorf("report: %v", err)
 		return
 	}

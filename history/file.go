@@ -3,7 +3,10 @@ package history
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 )
 
 // WriteFile writes recs to path as a history file, replacing it.
@@ -45,4 +48,24 @@ func RenderFile(src, dst string) (err error) {
 		return err
 	}
 	return b.Flush()
+}
+
+// Save writes recs to the history file beside page — page's name with its
+// extension replaced by .jsonl — and draws them on page (Render). It
+// returns the history file's path.
+func Save(page string, recs []Record) (string, error) {
+	path := HistoryPath(page)
+	if path == page {
+		return "", fmt.Errorf("history: page %s must not end in .jsonl, the history's extension", page)
+	}
+	if err := WriteFile(path, recs); err != nil {
+		return "", err
+	}
+	return path, RenderFile(path, page)
+}
+
+// HistoryPath returns the history file's name for page: page with its
+// extension replaced by .jsonl.
+func HistoryPath(page string) string {
+	return strings.TrimSuffix(page, filepath.Ext(page)) + ".jsonl"
 }

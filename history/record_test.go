@@ -2,6 +2,8 @@ package history_test
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -60,5 +62,27 @@ func TestReadNamesTheBadLine(t *testing.T) {
 	recs, err := history.Read(strings.NewReader(`{"type":"grant","time":"2026-11-26T12:00:00Z","key":"k","future":1}`))
 	if err != nil || len(recs) != 1 || recs[0].Key != "k" {
 		t.Errorf("unknown field: got %v, %v", recs, err)
+	}
+}
+
+func TestSaveWritesHistoryBesidePage(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "run.html")
+	path, err := history.Save(page, sample())
+	if err != nil || path != strings.TrimSuffix(page, ".html")+".jsonl" {
+		t.Fatalf("Save = %q, %v", path, err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if recs, err := history.Read(f); err != nil || len(recs) != len(sample()) {
+		t.Errorf("history read back: %d records, %v; want %d", len(recs), err, len(sample()))
+	}
+	if b, err := os.ReadFile(page); err != nil || count(string(b), "hold") != countType(sample(), history.TypeGrant) {
+		t.Errorf("page: %v, or not every hold drawn", err)
+	}
+	if _, err := history.Save(filepath.Join(t.TempDir(), "h.jsonl"), sample()); err == nil {
+		t.Error("Save over its own history: nil error")
 	}
 }

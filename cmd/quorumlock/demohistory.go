@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/seed818c56a1/quorumlock/history"
 	"github.com/seed818c56a1/quorumlock/redlock"
@@ -27,7 +26,7 @@ func openDemoHistory(page string) (*demoHistory, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := strings.TrimSuffix(page, filepath.Ext(page)) + ".jsonl"
+	path := history.HistoryPath(page)
 	if path == page {
 		return nil, fmt.Errorf("--report %s: the page must not end in .jsonl, the history's name", page)
 	}
