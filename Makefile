@@ -91,9 +91,15 @@ bench: deps
 # again, with replicas and stale replicas promoted by TAKEOVER, every other
 # time then rotating their replication IDs; SOAK_TAKEOVER=0 leaves both
 # out). SOAK_ONLY=text keeps the faults whose name contains text. E.g. make
-# chaos SOAK_DUR=10m SOAK_SEED=7.
+# chaos SOAK_DUR=10m SOAK_SEED=7. TestSoak draws its run — every hold, fault
+# and refused stale write — on SOAK_REPORT (one HTML file, offline), its
+# history beside it (.jsonl; `quorumlock report` draws it again), and both
+# paths are printed, whether the soak passed or not.
 SOAK_DUR ?= 5m
 SOAK_SEED ?= 1
+SOAK_REPORT ?= $(CURDIR)/chaos-report.html
 .PHONY: chaos
 chaos: deps
-	$(GO) test -race -count=1 -timeout 2h -run '^(TestSoak|TestShardSoak)$$' -v ./chaos -soak.dur=$(SOAK_DUR) -soak.seed=$(SOAK_SEED)
+	@status=0; $(GO) test -race -count=1 -timeout 2h -run '^(TestSoak|TestShardSoak)$$' -v ./chaos -soak.dur=$(SOAK_DUR) -soak.seed=$(SOAK_SEED) \
+		-soak.report=$(SOAK_REPORT) || status=$$?; \
+	echo "report: $(SOAK_REPORT) (history $(basename $(SOAK_REPORT)).jsonl)"; exit $$status

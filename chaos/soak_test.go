@@ -66,6 +66,9 @@ func TestSoak(t *testing.T) {
 		faults: slices.DeleteFunc(slices.Clone(faults), func(f fault) bool { return !strings.Contains(f.kind, only) })}
 	closeAll := closeSeats(t, w)
 	t.Cleanup(closeAll) // after the holders stopped (Cleanup runs last-in first-out)
+	if *soakReport != "" {
+		t.Cleanup(func() { s.writeReport(t, *soakReport, store.Writes()) }) // after the holders stopped, whatever failed
+	}
 	ctx := testkit.Context(t, *soakDur+5*time.Minute)
 	stopLong := longHolds(ctx, w.rec, store, w.seats[0], "long", ttl, *soakSeed)
 	lag := probeLag(w.rec.Now)
@@ -174,6 +177,7 @@ type soak struct {
 	// (permitSplit), splitGrants the prober's grants after it.
 	splits, splitGrants atomic.Int64
 	closes              []closing // Close under a frozen master (frozenClose)
+	hit                 []int     // the masters pick chose for the episode in progress
 }
 
 // An episode is one fault, from its injection to its healing, on the
@@ -182,6 +186,7 @@ type episode struct {
 	kind     string
 	from, to time.Duration
 	fresh    int
+	nodes    []int // the masters it hit, as pick chose them
 }
 
 // A fault injects itself and returns how to heal it; it lasts at least
@@ -262,7 +267,9 @@ var faults = []fault{
 func (s *soak) episode(ctx context.Context, rec *chaos.Recorder) {
 	f := s.faults[s.rng.IntN(len(s.faults))]
 	e := episode{kind: f.kind, from: rec.Now()}
+	s.hit = nil
 	heal := f.inject(s)
+	e.nodes = s.hit
 	if f.restarts == atInject {
 		e.fresh += s.draw(1 + s.rng.IntN(3))
 	}
@@ -328,7 +335,9 @@ func (s *soak) rolling(seed uint64, empty bool) (heal func()) {
 
 // pick returns between lo and hi distinct random masters.
 func (s *soak) pick(lo, hi int) []int {
-	return randomSubset(s.rng, len(s.lab.Nodes), lo+s.rng.IntN(hi-lo+1))
+	nodes := randomSubset(s.rng, len(s.lab.Nodes), lo+s.rng.IntN(hi-lo+1))
+	s.hit = append(s.hit, nodes...)
+	return nodes
 }
 
 // delay returns a random one-way latency of up to three node timeouts.

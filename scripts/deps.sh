@@ -2,7 +2,9 @@
 # Installs what the tests need on a Debian machine when it is missing:
 # redis-server (the real masters of the test lab), faketime (the chaos
 # lab's fast-clock master) and postgresql (the server fence/sqlfence's tests
-# start themselves). Go itself is expected to be installed.
+# start themselves) and chromium (the headless browser that opens the
+# reports of package history in its tests). Go itself is expected to be
+# installed.
 set -euo pipefail
 missing=()
 # faketime (chaos: a master with a fast clock) hangs jemalloc, which Debian's
@@ -12,6 +14,7 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v faketime >/dev/null 2>&1 || missing+=(faketime)
 # Debian keeps initdb and pg_ctl off PATH, in /usr/lib/postgresql/<v>/bin.
 command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 [ ${#missing[@]} -eq 0 ] && exit 0
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -30,6 +30,7 @@ type demoFlags struct {
 	target
 	workers, stock             int
 	duration, ttl, nodeTimeout time.Duration
+	report                     string // --report: the page to draw the run on
 }
 
 func (f *demoFlags) register(fs *flag.FlagSet, getenv func(string) string) {
@@ -40,6 +41,7 @@ func (f *demoFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.DurationVar(&f.duration, "duration", defaultDuration, "how long the buyers buy")
 	fs.DurationVar(&f.ttl, "ttl", defaultDemoTTL, "the lock's lease; the scenario's events are timed by it")
 	fs.DurationVar(&f.nodeTimeout, "node-timeout", redlock.DefaultNodeTimeout, "timeout of every lock call to one node")
+	fs.StringVar(&f.report, "report", "", "draw the run's holds and faults on the HTML page `FILE`, its history beside it (FILE.jsonl)")
 }
 
 func (f *demoFlags) check(fs *flag.FlagSet) error {
@@ -67,6 +69,7 @@ type demoRun struct {
 	check  checker
 	stats  buyerStats
 	faults demoFaults
+	hist   *demoHistory // --report; nil without
 	start  time.Time
 	ended  time.Time  // when the buyers stopped
 	outMu  sync.Mutex // serializes progress lines
@@ -95,7 +98,16 @@ func (c *cli) demo(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	d.play(ctx)
-	return d.report()
+	code := d.report()
+	if d.hist != nil {
+		d.client.Close() // ends every lock the history waits for
+		if err := d.hist.finish(d); err != nil {
+			fmt.Fprintf(c.stderr, "quorumlock demo: --report: %v\n", err)
+			return exitFailure
+		}
+		fmt.Fprintf(c.stderr, "report: %s (history %s)\n", d.hist.page, d.hist.path)
+	}
+	return code
 }
 
 // setUp starts or dials the nodes, the store and the client. cleanup undoes
@@ -106,6 +118,12 @@ func (d *demoRun) setUp() (cleanup func(), err error) {
 		for i := len(undo) - 1; i >= 0; i-- {
 			undo[i]()
 		}
+	}
+	if d.demoFlags.report != "" {
+		if d.hist, err = openDemoHistory(d.demoFlags.report); err != nil {
+			return cleanup, err
+		}
+		undo = append(undo, func() { d.hist.file.Close() })
 	}
 	storeAddr, err := d.startNodes(&undo)
 	if err != nil {
@@ -178,8 +196,8 @@ func (d *demoRun) play(ctx context.Context) {
 	d.start = time.Now()
 	d.progress("%d buyers, %d items, lock TTL %v, for %v", d.workers, d.stock, d.ttl, d.duration)
 	var wg sync.WaitGroup
-	for range d.workers {
-		wg.Go(func() { d.buyer(ctx) })
+	for i := range d.workers {
+		wg.Go(func() { d.buyer(ctx, d.hist.as(fmt.Sprintf("buyer %d", i+1))) })
 	}
 	wg.Go(func() { d.faults.play(ctx, d) })
 	wg.Go(func() { d.ticker(ctx) })
@@ -188,8 +206,9 @@ func (d *demoRun) play(ctx context.Context) {
 }
 
 // buyer buys one item after another, each under the lock, until ctx ends.
-// The buyers share one Client, as the goroutines of one service would.
-func (d *demoRun) buyer(ctx context.Context) {
+// The buyers share one Client, as the goroutines of one service would;
+// opts go to every Do.
+func (d *demoRun) buyer(ctx context.Context, opts []redlock.Option) {
 	for {
 		var bought bool
 		asked := time.Now()
@@ -202,7 +221,7 @@ func (d *demoRun) buyer(ctx context.Context) {
 				d.progress("sold out")
 			}
 			return err
-		})
+		}, opts...)
 		if !d.stats.record(ctx, bought, err) {
 			return
 		}

@@ -74,7 +74,7 @@ func (s *demoFaults) crashingHolder(ctx context.Context, d *demoRun) {
 	if sleepCtx(ctx, time.Until(d.start.Add(at))) != nil {
 		return
 	}
-	client, err := redlock.New(d.conns.universal(), d.options()...)
+	client, err := redlock.New(d.conns.universal(), append(d.options(), d.hist.as("crashing process")...)...)
 	if err != nil {
 		s.set(func() { s.holdErr = err })
 		return

@@ -12,6 +12,7 @@
 //	quorumlock elect  --nodes host:port,... --name N [--value V] [flags] -- CMD [ARGS...]
 //	quorumlock leader --nodes host:port,... --name N [--watch]
 //	quorumlock doctor --nodes host:port,... [--json]
+//	quorumlock report HISTORY.jsonl > run.html
 //	quorumlock version
 //
 // Run "quorumlock help SUBCOMMAND" for the flags, examples and exit statuses
@@ -96,6 +97,7 @@ var subcommands = map[string]struct {
 	"elect":  {(*cli).elect, electUsage},
 	"leader": {(*cli).leader, leaderUsage},
 	"doctor": {(*cli).doctor, doctorUsage},
+	"report": {(*cli).drawReport, reportUsage},
 }
 
 // main runs the subcommand named by args[0] and returns the exit status.
@@ -142,6 +144,7 @@ Usage:
   quorumlock elect  --nodes host:port,... --name N [--value V] [flags] -- CMD [ARGS...]
   quorumlock leader --nodes host:port,... --name N [--watch]
   quorumlock doctor --nodes host:port,... [--json]
+  quorumlock report HISTORY.jsonl > run.html
   quorumlock help   [SUBCOMMAND]
   quorumlock version
 
@@ -162,6 +165,8 @@ Subcommands:
   leader   print who leads an election; with --watch, each new leader
   doctor   check that the masters are fit to hold locks: role, eviction,
            persistence, ACL, round trip, clock rate, restarts, count
+  report   draw a history (demo --report, the chaos soak, history.Observer)
+           as one self-contained HTML page of holds, tokens and faults
   version  print quorumlock's release and the go-redis and Go it was built with
 
 Nodes are independent Redis masters (not replicas of one another), given as
