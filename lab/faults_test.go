@@ -4,22 +4,35 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/seed818c56a1/quorumlock/history"
 )
 
 // A scenario applies one fault at a time to the compose lab while the
 // holders (and the demo) take the lock, and checks each fault's effect.
 type scenario struct {
-	t   *testing.T
-	lab *composeLab
-	h   *holders
+	t      *testing.T
+	lab    *composeLab
+	h      *holders
+	faults []history.Record // each fault's span, for the run's report
 }
+
+// A hit is the master a phase's fault hits (a toxiproxy port of the lab)
+// and its kind in the run's report (history.Fault*); a calm phase hits none.
+type hit struct{ node, kind string }
 
 // phase runs fault, which returns its effect, and logs both with the holds
 // taken meanwhile: none is a failure, as a minority must not stop buyers.
-func (s *scenario) phase(name string, fault func() string) {
+// The fault's span is kept for the report, on the node it hit.
+func (s *scenario) phase(name string, on hit, fault func() string) {
 	s.t.Helper()
 	before := s.h.count.Load()
+	from := s.h.rec.Now()
 	effect := fault()
+	if on.kind != "" {
+		s.faults = append(s.faults, history.Record{Type: history.TypeFault, Time: s.h.rec.Instant(from),
+			End: s.h.rec.Instant(s.h.rec.Now()), Node: on.node, Fault: on.kind, Note: name})
+	}
 	got := s.h.count.Load() - before
 	s.t.Logf("fault: %-50s effect: %s; %d holds meanwhile", name, effect, got)
 	if got == 0 {

@@ -122,5 +122,9 @@ step "trust"
 "$bin/quorumlock" trust --nodes "$NODES"
 
 step "chaos scenario through compose"
-(cd lab && LAB_SCENARIO=1 QUORUMLOCK_BIN="$bin/quorumlock" GOWORK=off \
-	$GO test -count=1 -run '^TestComposeChaos$' -v -timeout 10m .)
+report=${LAB_REPORT:-$PWD/lab-report.html}
+status=0
+(cd lab && LAB_SCENARIO=1 LAB_REPORT="$report" QUORUMLOCK_BIN="$bin/quorumlock" GOWORK=off \
+	$GO test -count=1 -run '^TestComposeChaos$' -v -timeout 10m .) || status=$?
+echo "report: $report (history ${report%.*}.jsonl)"
+exit $status

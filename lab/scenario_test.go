@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed818c56a1/quorumlock/chaos"
+	"github.com/seed818c56a1/quorumlock/history"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -46,18 +47,38 @@ func TestComposeChaos(t *testing.T) {
 	proxies := nodes(7101, 5)
 	d := startDemo(t, bin, proxies)
 	s := &scenario{t: t, lab: newComposeLab(t), h: startHolders(t, proxies, 3)}
-	s.phase("none (warm-up)", s.calm)
-	s.phase("redis2 killed mid-lease, started with its volume", s.killAndStart)
-	s.phase("redis3 killed, its volume removed, back empty", s.killEmpty)
-	s.phase("none (redis3's grants sit out the restart guard)", s.calm)
-	s.phase("latency 300ms on redis4 (toxiproxy)", s.latency)
-	s.phase("blackhole on redis5 (toxiproxy timeout=0)", s.blackhole)
-	s.phase("none (after the faults)", s.calm)
+	calm := hit{}
+	s.phase("none (warm-up)", calm, s.calm)
+	s.phase("redis2 killed mid-lease, started with its volume", hit{proxies[1], history.FaultKill}, s.killAndStart)
+	s.phase("redis3 killed, its volume removed, back empty", hit{proxies[2], history.FaultRestartEmpty}, s.killEmpty)
+	s.phase("none (redis3's grants sit out the restart guard)", calm, s.calm)
+	s.phase("latency 300ms on redis4 (toxiproxy)", hit{proxies[3], history.FaultLatency}, s.latency)
+	s.phase("blackhole on redis5 (toxiproxy timeout=0)", hit{proxies[4], history.FaultFreeze}, s.blackhole)
+	s.phase("none (after the faults)", calm, s.calm)
 	s.h.stop()
+	s.report(proxies)
 	rep := checkHolds(t, s.h.rec)
 	oversold := d.verdict(t)
 	t.Logf("VERDICT: %s oversold, %d overlapping holds, %d token regressions (%d holds checked)",
 		oversold, len(rep.Overlaps), len(rep.Regressions), rep.Acquisitions)
+}
+
+// report draws the recorded holders' run, with its faults, on the page
+// LAB_REPORT names (one self-contained HTML file, its history beside it),
+// whatever the verdict, and prints where.
+func (s *scenario) report(nodes []string) {
+	page := os.Getenv("LAB_REPORT")
+	if page == "" {
+		return
+	}
+	run := history.Record{Type: history.TypeRun, Title: "make lab: the compose chaos scenario",
+		Nodes: nodes, Time: s.h.rec.Instant(0), End: s.h.rec.Instant(s.h.rec.Now())}
+	hist, err := history.Save(page, s.h.rec.Records(nil, append([]history.Record{run}, s.faults...)...))
+	if err != nil {
+		s.t.Errorf("the run's report: %v", err)
+		return
+	}
+	s.t.Logf("report: %s (history %s)", page, hist)
 }
 
 // demo is the CLI's demo, run as a child process through the proxies.
