@@ -3,7 +3,6 @@ package redlock_test
 import (
 	"context"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,10 +19,10 @@ import (
 // taken and then held for 10 s while three processes spin on the cores,
 // so that the client and the masters get a fraction of a core each and
 // are descheduled for tens of milliseconds at a time. Not one lock may be
-// lost. A host loaded far beyond the hogs by other jobs (a load average
-// above 4 per core) or one that froze this process for longer than a lease
-// can outlast makes the test skip when locks were lost: what it measures
-// is then the other jobs.
+// lost, whatever else loads the host: the test never skips on load (a skip
+// under CI would hide the very failure it is for). It logs the load
+// average and the longest stretch this process went unscheduled, so that
+// a failure shows what the host was doing.
 func TestRenewalsSurviveCPUHogs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 30 s of renewals under CPU pressure")
@@ -54,10 +53,6 @@ func TestRenewalsSurviveCPUHogs(t *testing.T) {
 	t.Logf("%d of %d held after %v; the longest this process went unscheduled: %v; load average %.1f",
 		held, n, hold, stall.Round(time.Millisecond), load)
 	if held != n {
-		// A lease of 3 s, renewed every second, outlasts a stall of 1.5 s.
-		if stall > 1500*time.Millisecond || load > 4*float64(runtime.NumCPU()) {
-			t.Skipf("%d of %d locks lost, on a host loaded beyond the hogs (load average %.1f, a stall of %v)", n-held, n, load, stall)
-		}
 		t.Errorf("%d of %d locks lost under CPU pressure (%d losses observed); one: %v", n-held, n, lost.Load(), first)
 	}
 	for _, l := range locks {
