@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,8 +30,9 @@ func TestRenewalsSurviveCPUHogs(t *testing.T) {
 	}
 	const n, hold = 1000, 10 * time.Second
 	var lost atomic.Int64
+	obs := &lossCounter{lost: &lost, fails: map[string]int{}}
 	c, _, _ := lab(t, 5, redlock.WithTTL(3*time.Second), redlock.WithNodeTimeout(250*time.Millisecond),
-		redlock.WithObserver(&lossCounter{lost: &lost}))
+		redlock.WithObserver(obs))
 	stalls := watchStalls(t)
 	testkit.BurnCPU(t, 3)
 	ctx := ctxFor(t, 2*time.Minute)
@@ -54,6 +56,11 @@ func TestRenewalsSurviveCPUHogs(t *testing.T) {
 		held, n, hold, stall.Round(time.Millisecond), load)
 	if held != n {
 		t.Errorf("%d of %d locks lost under CPU pressure (%d losses observed); one: %v", n-held, n, lost.Load(), first)
+		obs.mu.Lock()
+		for cause, k := range obs.fails {
+			t.Logf("%d failed renewals: %s", k, cause)
+		}
+		obs.mu.Unlock()
 	}
 	for _, l := range locks {
 		l.Unlock(ctx)
@@ -129,10 +136,26 @@ func loadAverage(t *testing.T) float64 {
 	return f
 }
 
-// lossCounter counts the losses the observers are told of.
+// lossCounter counts the losses the observers are told of, and the
+// failed renewals by their error (its first 160 bytes).
 type lossCounter struct {
 	redlock.NopObserver
-	lost *atomic.Int64
+	lost  *atomic.Int64
+	mu    sync.Mutex
+	fails map[string]int
 }
 
 func (o *lossCounter) Lost(context.Context, string, error) { o.lost.Add(1) }
+
+var anyKey = regexp.MustCompile(`busy:[0-9]+`)
+
+func (o *lossCounter) Renewed(_ context.Context, _ string, err error) {
+	if err == nil || o.fails == nil {
+		return
+	}
+	msg := anyKey.ReplaceAllString(err.Error(), "busy:N")
+	msg = msg[:min(len(msg), 160)]
+	o.mu.Lock()
+	o.fails[msg]++
+	o.mu.Unlock()
+}
