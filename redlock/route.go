@@ -25,11 +25,17 @@ type route struct {
 // newRoute returns the route over rdb, own or the caller's, whose calls'
 // late outcomes are awaited for late.
 func newRoute(rdb redis.UniversalClient, own bool, nodeTimeout, late time.Duration) *route {
-	r := &route{rdb: rdb, own: own, pipe: autopipe.New(batchClient(rdb, own), autopipe.WithLateWindow(late))}
+	r := &route{rdb: rdb, own: own}
+	opts := []autopipe.Option{autopipe.WithLateWindow(late)}
 	if own {
 		r.bound = socketBound(nodeTimeout)
 		r.warmth.budget = 4 * r.bound
+		// A batch no longer cut at the socket bound holds up the calls
+		// behind it no longer than that bound either: an acquisition does
+		// not wait for a patient watchdog batch to a frozen master.
+		opts = append(opts, autopipe.WithOverdueAfter(r.bound))
 	}
+	r.pipe = autopipe.New(batchClient(rdb, own), opts...)
 	return r
 }
 
