@@ -31,8 +31,8 @@ type Round[T any] struct {
 	Go func(func())
 	// Late, when set, receives each vote that arrives after Run decided —
 	// including the real answer of a call that was counted as timed out.
-	// It runs on the call's goroutine, or, for an answer that arrived just as
-	// Run was deciding, on a goroutine started through Go.
+	// It runs on the call's goroutine. An answer already sent when Run stops
+	// waiting (at the timeout, or when ctx ends) is counted, never late.
 	Late func(node int, v Vote[T])
 }
 
@@ -44,7 +44,8 @@ type answer[T any] struct {
 // Run calls call for every node in parallel and returns as soon as the round
 // is decided, when every node has answered, when the timeout passes (calls
 // still running are then Failed with ErrTimeout), or when ctx ends (they are
-// then Failed with ctx.Err()). Votes of calls still running when Run returns
+// then Failed with ctx.Err()). An answer that came before Run stopped
+// waiting is counted, even one read only then. Votes of calls still running when Run returns
 // are Pending in the tally and go to Late.
 func (r *Round[T]) Run(ctx context.Context, call Call[T]) Tally[T] {
 	t := Tally[T]{Votes: make([]Vote[T], r.Nodes), Need: r.Need}
@@ -75,6 +76,7 @@ func (r *Round[T]) Run(ctx context.Context, call Call[T]) Tally[T] {
 	for i := range t.abandoned {
 		t.abandoned[i] = true
 	}
+	var gaveUp error
 	for pending := r.Nodes; pending > 0 && !r.decided(&t); {
 		select {
 		case a := <-s.answers:
@@ -82,17 +84,17 @@ func (r *Round[T]) Run(ctx context.Context, call Call[T]) Tally[T] {
 			t.abandoned[a.node] = false
 			pending--
 		case <-timer.C():
-			r.fail(&t, ErrTimeout)
-			pending = 0
+			gaveUp, pending = ErrTimeout, 0
 		case <-ctx.Done():
-			r.fail(&t, ctx.Err())
-			pending = 0
+			gaveUp, pending = ctx.Err(), 0
 		}
 	}
-	for _, a := range s.close(&t) {
-		if r.Late != nil {
-			r.spawn(func() { r.Late(a.node, a.vote) })
-		}
+	// Answers already in when the round stopped count: a round that was
+	// descheduled, or whose select picked the timer among ready answers,
+	// must not drop a reply it has received. Only calls still running fail.
+	s.close(&t)
+	if gaveUp != nil {
+		r.fail(&t, gaveUp)
 	}
 	return t
 }
@@ -153,25 +155,19 @@ func (s *state[T]) deliver(node int, v Vote[T], late func(int, Vote[T])) {
 	}
 }
 
-// close stops collection. Answers that were sent but not yet counted are
-// recorded where their node is still Pending (they arrived before the
-// decision); the others — nodes already counted as timed out — are returned
-// as late.
-func (s *state[T]) close(t *Tally[T]) (late []answer[T]) {
+// close stops collection. Answers sent before it are counted: each is the
+// first and only answer of a node still Pending.
+func (s *state[T]) close(t *Tally[T]) {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
 	for {
 		select {
 		case a := <-s.answers:
-			if t.Votes[a.node].Outcome == Pending {
-				t.Votes[a.node] = a.vote
-				t.abandoned[a.node] = false
-			} else {
-				late = append(late, a)
-			}
+			t.Votes[a.node] = a.vote
+			t.abandoned[a.node] = false
 		default:
-			return late
+			return
 		}
 	}
 }

@@ -3,7 +3,7 @@ package redlock_test
 import (
 	"context"
 	"os"
-	"runtime"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,18 +20,19 @@ import (
 // taken and then held for 10 s while three processes spin on the cores,
 // so that the client and the masters get a fraction of a core each and
 // are descheduled for tens of milliseconds at a time. Not one lock may be
-// lost. A host loaded far beyond the hogs by other jobs (a load average
-// above 4 per core) or one that froze this process for longer than a lease
-// can outlast makes the test skip when locks were lost: what it measures
-// is then the other jobs.
+// lost, whatever else loads the host: the test never skips on load (a skip
+// under CI would hide the very failure it is for). It logs the load
+// average and the longest stretch this process went unscheduled, so that
+// a failure shows what the host was doing.
 func TestRenewalsSurviveCPUHogs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 30 s of renewals under CPU pressure")
 	}
 	const n, hold = 1000, 10 * time.Second
 	var lost atomic.Int64
+	obs := &lossCounter{lost: &lost, fails: map[string]int{}}
 	c, _, _ := lab(t, 5, redlock.WithTTL(3*time.Second), redlock.WithNodeTimeout(250*time.Millisecond),
-		redlock.WithObserver(&lossCounter{lost: &lost}))
+		redlock.WithObserver(obs))
 	stalls := watchStalls(t)
 	testkit.BurnCPU(t, 3)
 	ctx := ctxFor(t, 2*time.Minute)
@@ -54,11 +55,12 @@ func TestRenewalsSurviveCPUHogs(t *testing.T) {
 	t.Logf("%d of %d held after %v; the longest this process went unscheduled: %v; load average %.1f",
 		held, n, hold, stall.Round(time.Millisecond), load)
 	if held != n {
-		// A lease of 3 s, renewed every second, outlasts a stall of 1.5 s.
-		if stall > 1500*time.Millisecond || load > 4*float64(runtime.NumCPU()) {
-			t.Skipf("%d of %d locks lost, on a host loaded beyond the hogs (load average %.1f, a stall of %v)", n-held, n, load, stall)
-		}
 		t.Errorf("%d of %d locks lost under CPU pressure (%d losses observed); one: %v", n-held, n, lost.Load(), first)
+		obs.mu.Lock()
+		for cause, k := range obs.fails {
+			t.Logf("%d failed renewals: %s", k, cause)
+		}
+		obs.mu.Unlock()
 	}
 	for _, l := range locks {
 		l.Unlock(ctx)
@@ -134,10 +136,26 @@ func loadAverage(t *testing.T) float64 {
 	return f
 }
 
-// lossCounter counts the losses the observers are told of.
+// lossCounter counts the losses the observers are told of, and the
+// failed renewals by their error (its first 160 bytes).
 type lossCounter struct {
 	redlock.NopObserver
-	lost *atomic.Int64
+	lost  *atomic.Int64
+	mu    sync.Mutex
+	fails map[string]int
 }
 
 func (o *lossCounter) Lost(context.Context, string, error) { o.lost.Add(1) }
+
+var anyKey = regexp.MustCompile(`busy:[0-9]+`)
+
+func (o *lossCounter) Renewed(_ context.Context, _ string, err error) {
+	if err == nil || o.fails == nil {
+		return
+	}
+	msg := anyKey.ReplaceAllString(err.Error(), "busy:N")
+	msg = msg[:min(len(msg), 160)]
+	o.mu.Lock()
+	o.fails[msg]++
+	o.mu.Unlock()
+}

@@ -52,8 +52,11 @@
 //
 // Nothing the library does waits on a node longer than the node timeout plus
 // a late window of min(4 × node timeout, 250 ms) — 100 ms at the default 25
-// ms — whatever the redis clients' settings. A caller's call (Lock, TryLock,
-// Extend, Unlock, a renewal) returns at the node timeout; an abandoned
+// ms — whatever the redis clients' settings — but for the watchdog's own
+// renewal rounds, on no caller's path, which wait until their most urgent
+// lock's loss is due less one retry (their batches are read that long plus
+// the late window; Close still ends them at once). A caller's call (Lock,
+// TryLock, Extend, Unlock) returns at the node timeout; an abandoned
 // call's outcome is awaited in the background for the late window more, so
 // that a grant answered late is undone at once; subscriptions (dial,
 // handshake, SUBSCRIBE, and the reads that set the connection up again)
@@ -73,8 +76,9 @@
 // attempt), dials, reads and writes bounded by max(500 ms, 2 × (node timeout
 // + late window)) where no context is tighter, a pool of ten connections,
 // and neither client-side caching nor maintenance notifications. A batch
-// unanswered at its deadline plus the late window is cut and its connection
-// dropped. Beside a node's first call, and after a call that got no answer,
+// of calls is read until its calls' latest deadline plus the late window,
+// not cut at that fixed bound; unanswered then, it is cut and its
+// connection dropped. Beside a node's first call, and after a call that got no answer,
 // one PING at a time sets up a connection in the background under four times
 // that larger bound, so that a connection slower to set up than one call may
 // wait (a handshake of several round trips on a slow link, a starved

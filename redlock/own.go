@@ -29,8 +29,10 @@ func lateWindow(nodeTimeout time.Duration) time.Duration {
 
 // socketBound bounds each socket operation of the library's own clients
 // that has no tighter deadline of its own — a dial, a pub/sub handshake —
-// and is the read and write timeout behind every context: half a second,
-// or two node timeouts plus their late windows if that is longer.
+// and is the read and write timeout behind every context but a batch's
+// (whose reads end at its calls' latest deadline plus the late window: see
+// batchClient): half a second, or two node timeouts plus their late windows
+// if that is longer.
 func socketBound(nodeTimeout time.Duration) time.Duration {
 	return max(500*time.Millisecond, 2*(nodeTimeout+lateWindow(nodeTimeout)))
 }

@@ -15,7 +15,8 @@ import (
 // Client's calls to it, and the connections set up in the background.
 type route struct {
 	rdb    redis.UniversalClient
-	own    bool // rdb is the library's own: warmed, and closed with the Client
+	own    bool          // rdb is the library's own: warmed, and closed with the Client
+	bound  time.Duration // an own route's bound on a call with no deadline (socketBound)
 	pipe   *autopipe.Pipe
 	warmth warmth
 	used   atomic.Int64 // unix nanoseconds of its last call (shard routes)
@@ -24,11 +25,38 @@ type route struct {
 // newRoute returns the route over rdb, own or the caller's, whose calls'
 // late outcomes are awaited for late.
 func newRoute(rdb redis.UniversalClient, own bool, nodeTimeout, late time.Duration) *route {
-	r := &route{rdb: rdb, own: own, pipe: autopipe.New(rdb, autopipe.WithLateWindow(late))}
+	r := &route{rdb: rdb, own: own}
+	opts := []autopipe.Option{autopipe.WithLateWindow(late)}
 	if own {
-		r.warmth.budget = 4 * socketBound(nodeTimeout)
+		r.bound = socketBound(nodeTimeout)
+		r.warmth.budget = 4 * r.bound
+		// A batch no longer cut at the socket bound holds up the calls
+		// behind it no longer than that bound either: an acquisition does
+		// not wait for a patient watchdog batch to a frozen master.
+		opts = append(opts, autopipe.WithOverdueAfter(r.bound))
 	}
+	r.pipe = autopipe.New(batchClient(rdb, own), opts...)
 	return r
+}
+
+// batchClient returns the client a route's pipe sends its batches on. For
+// the library's own client to one server, that is a clone sharing its
+// connections (closed with it) whose reads and writes are cut by the
+// batch's context alone: the latest deadline of the batch's calls plus the
+// late window (autopipe). The own client's fixed read timeout (socketBound:
+// 1 s at a 250 ms node timeout) would otherwise cut a whole batch of the
+// watchdog — whose calls may wait until their most urgent lease's loss
+// less a retry — long before any of its calls' deadlines, on a host where
+// the process or the master was merely descheduled: every renewal of the
+// batch failed, to be sent again and fail again. Every call on an own
+// route has a deadline (route.call adds one), so no wait on the node
+// outlasts its call's deadline plus the late window. Another client (a
+// caller's, or a Ring) is used as it is.
+func batchClient(rdb redis.UniversalClient, own bool) redis.UniversalClient {
+	if rc, ok := rdb.(*redis.Client); ok && own {
+		return rc.WithTimeout(0) // 0: no fixed bound; the context's deadline only
+	}
+	return rdb
 }
 
 // call sends one command through the route's pipe — after ASKING, on the
@@ -37,10 +65,16 @@ func newRoute(rdb redis.UniversalClient, own bool, nodeTimeout, late time.Durati
 // the reply arrives or ctx ends; in the latter case it then waits, for late
 // at most, for the real outcome, so that a Round's Late sees what the
 // server really did — or else the abandoned call's error: outcome unknown,
-// undone like a timeout (see the package doc on late grants).
+// undone like a timeout (see the package doc on late grants). On an own
+// route, a ctx without a deadline gets one: the socket bound.
 func (r *route) call(ctx context.Context, late time.Duration, asking bool, args []any) *redis.Cmd {
 	if r.own && !r.warmth.first.Load() && r.warmth.first.CompareAndSwap(false, true) {
 		r.warmth.start(r.rdb) // the first call dials too: set one up beside it
+	}
+	if _, ok := ctx.Deadline(); !ok && r.own {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.bound)
+		defer cancel()
 	}
 	var pre []any
 	if asking {

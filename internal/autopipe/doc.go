@@ -35,7 +35,8 @@
 //     would leave off the commands, as an empty reply.
 //
 // A stuck batch (a blackholed master) holds up only its own Pipe, and only
-// until every one of its callers has passed its deadline: the batch is then
+// until every one of its callers has passed its deadline (or, with
+// WithOverdueAfter, until it has been in flight that long): the batch is then
 // overdue, and gives up its place — the calls queued behind it go out at
 // once as the next batch, on another pooled connection, while the overdue
 // one is still read to its end (WithMaxOverdue). So when the master comes

@@ -25,19 +25,44 @@ func WithMaxOverdue(n int) Option {
 	return func(p *Pipe) { p.maxOverdue = n }
 }
 
-// watch marks b in flight and arms its overdue timer for latest (none if
-// a call has no deadline).
+// WithOverdueAfter makes a batch overdue also once it has been in flight
+// for d, though some of its callers still wait (default 0: never): calls
+// with long deadlines — a background round willing to wait for a slow
+// server — then hold up the calls queued behind them for d at most, not
+// until their own deadline, while they are still read to their end. It
+// panics if d < 0.
+func WithOverdueAfter(d time.Duration) Option {
+	if d < 0 {
+		panic("autopipe: WithOverdueAfter needs d >= 0")
+	}
+	return func(p *Pipe) { p.overdueAfter = d }
+}
+
+// watch marks b in flight and arms its overdue timer for when it is due
+// (see due; none if a call has no deadline).
 func (p *Pipe) watch(b *batch, latest time.Time) {
 	p.mu.Lock()
-	b.inFlight, b.latest, b.released = true, latest, false
+	b.inFlight, b.latest, b.released = true, p.due(latest, time.Now()), false
+	due := b.latest
 	p.mu.Unlock()
-	if !latest.IsZero() {
-		b.overdue.Reset(time.Until(latest))
+	if !due.IsZero() {
+		b.overdue.Reset(time.Until(due))
 	}
 }
 
+// due is when a batch sent at sent, whose calls' latest deadline is latest
+// (zero if a call has none), becomes overdue: at latest, or after the
+// Pipe's overdueAfter if that is earlier.
+func (p *Pipe) due(latest, sent time.Time) time.Time {
+	if p.overdueAfter > 0 && (latest.IsZero() || sent.Add(p.overdueAfter).Before(latest)) {
+		return sent.Add(p.overdueAfter)
+	}
+	return latest
+}
+
 // release is b's overdue timer. Once every caller of the batch in flight
-// has passed its deadline, its sender gives up its slot: a call queued now,
+// has passed its deadline (or the batch has been in flight overdueAfter),
+// its sender gives up its slot: a call queued now,
 // or already, starts a new sender on another connection. The check on the
 // clock guards against a timer that fired for b's previous batch.
 func (p *Pipe) release(b *batch) {

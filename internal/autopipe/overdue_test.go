@@ -68,3 +68,38 @@ func TestOverdueCapKeepsOrder(t *testing.T) {
 		t.Errorf("stats: %+v, want no overdue batch", s)
 	}
 }
+
+// TestOverdueAfterFreesTheSlotOfAPatientBatch: a batch whose one call
+// would wait 10 s, swallowed by a blackhole, holds up the call queued
+// behind it for WithOverdueAfter (200 ms) only — the blackhole healed, the
+// next call is answered on another connection long before the patient
+// call's deadline — while the patient call still waits for its reply.
+func TestOverdueAfterFreesTheSlotOfAPatientBatch(t *testing.T) {
+	fp, rdb, _ := proxied(t, func(o *redis.Options) { o.ReadTimeout, o.MaxRetries = 30*time.Second, -1 })
+	p := newPipe(t, rdb, autopipe.WithOverdueAfter(200*time.Millisecond))
+	if err := p.Do(testkit.Context(t, 5*time.Second), "ping").Err(); err != nil {
+		t.Fatalf("PING: %v", err)
+	}
+	fp.SetBlackhole(true)
+	patient := make(chan error, 1)
+	go func() { patient <- p.Do(testkit.Context(t, 10*time.Second), "incr", "swallowed").Err() }()
+	waitStats(t, p, "the patient batch in flight", func(s autopipe.Stats) bool { return s.InFlight == 1 })
+	fp.SetBlackhole(false)
+	start := time.Now()
+	got, err := p.Do(testkit.Context(t, 5*time.Second), "echo", "after").Text()
+	took := time.Since(start)
+	t.Logf("first call after the heal: %q, %v after %v", got, err, took)
+	if err != nil || got != "after" {
+		t.Fatalf("ECHO after the heal: %q, %v; want its reply", got, err)
+	}
+	if took > 4*time.Second {
+		t.Errorf("ECHO answered after %v; want it sent once the patient batch was in flight 200 ms, not at its 10 s deadline", took)
+	}
+	select {
+	case err := <-patient:
+		t.Errorf("the patient call returned %v before its deadline; want it still waiting for the swallowed reply", err)
+	default:
+	}
+	rdb.Close() // ends the patient call's read
+	<-patient
+}

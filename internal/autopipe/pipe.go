@@ -37,6 +37,8 @@ type Pipe struct {
 	maxOverdue  int
 	idleTimeout time.Duration
 	lateWindow  time.Duration
+	// overdueAfter: a batch in flight this long is overdue (0: never).
+	overdueAfter time.Duration
 
 	wake chan struct{} // one token per parked sender promised work; cap maxInFlight
 	done chan struct{} // closed by Close

@@ -18,7 +18,7 @@ type batch struct {
 
 	// Guarded by Pipe.mu.
 	inFlight bool
-	latest   time.Time // the latest deadline of the batch's calls; zero if one has none
+	latest   time.Time // when the batch becomes overdue (Pipe.due); zero if never
 	released bool      // the batch went overdue and gave up its sender's slot
 }
 
