@@ -219,8 +219,9 @@ local trust_key
 -- owner_key is, on a cluster member, the record of which primary serves
 -- the keys' slot, and since when: a hash {by = node ID, repl = its
 -- master_replid, epoch = its config epoch, since = server ms}, declared in
--- KEYS after the trust key; nil on a plain master. It never expires (one
--- per slot).
+-- KEYS after the trust key; on a Sentinel member, the master's record
+-- (master_served_ms); nil on a plain master. It never expires (one per
+-- slot, or per master).
 local owner_key
 
 -- info_field is field of an INFO (or CLUSTER INFO) reply text, or nil.

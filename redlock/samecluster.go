@@ -15,15 +15,16 @@ import (
 // the two members concerned, once a Client has found two of its members to
 // be one Redis Cluster — a cluster given twice through seeds New could not
 // tell apart (member A seeded with one node, member B with another; or a
-// plain client of a cluster node beside a cluster client of that cluster).
-// The quorum counts independent masters, so that configuration is invalid:
+// plain client of a cluster node beside a cluster client of that cluster),
+// or one Sentinel master set given twice (two failover clients of it,
+// found by the master they reach: masterIDs). The quorum counts independent masters, so that configuration is invalid:
 // neither member is counted again, and no lock is granted until the Client
 // is built with each cluster once. See the package doc ("One cluster, one
 // member").
 var ErrSameCluster = errors.New("redlock: two members are one Redis Cluster; neither is counted")
 
 // identities is what a Client learnt of its members' Redis Cluster node
-// IDs, each read once, from the first call to the member on (firstContact):
+// IDs (a Sentinel member's master identities), each read once, from the first call to the member on (firstContact):
 // a member's replies count only once it is read and no other member shares
 // one of its IDs.
 type identities struct {
