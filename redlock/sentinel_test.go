@@ -101,7 +101,9 @@ func masterOf(t *testing.T, ctx context.Context, s *redislab.SentinelSet) *redis
 // for longer than the guard, and their run_ids are new to B: were they
 // timed from their start, B would be granted k on them while A holds it.
 // They sit out the guard from their promotion (prelude.lua:
-// master_served_ms): B is never granted k before A's lease ends.
+// master_served_ms), also once their replication IDs rotate (their
+// backlogs freed, with no replica, after repl-backlog-ttl): B is never
+// granted k before A's lease ends.
 func TestSentinelStaleReplicaPromoted(t *testing.T) {
 	sets, clients := sentinelMembers(t, 3)
 	ctx := ctxFor(t, 2*time.Minute)
@@ -134,9 +136,26 @@ func TestSentinelStaleReplicaPromoted(t *testing.T) {
 			t.Fatalf("member %d: Kill: %v", i, err)
 		}
 	}
+	promoted := make([]*redis.Client, 2)
+	replids := make([]string, 2)
+	for i, s := range sets[:2] {
+		promoted[i] = redis.NewClient(&redis.Options{Addr: s.Lab.Nodes[1].Addr()})
+		t.Cleanup(func() { promoted[i].Close() })
+		replids[i] = replField(t, ctx, promoted[i], "master_replid")
+	}
 	granted, tries := 0, 0
 	for time.Now().Before(l.Until()) {
 		tries++
+		if tries == 5 {
+			// The promoted masters have no replica: once their records
+			// are written, they free their backlogs and rotate their
+			// replication IDs (second_repl_offset -1) while A holds k.
+			for _, p := range promoted {
+				if err := p.ConfigSet(ctx, "repl-backlog-ttl", "1").Err(); err != nil {
+					t.Fatalf("CONFIG SET repl-backlog-ttl: %v", err)
+				}
+			}
+		}
 		r, err := b.TryLock(ctx, "k")
 		if err == nil {
 			granted++
@@ -147,6 +166,11 @@ func TestSentinelStaleReplicaPromoted(t *testing.T) {
 		time.Sleep(retryEvery)
 	}
 	t.Logf("B was granted k %d times in %d attempts while A held it", granted, tries)
+	for i, p := range promoted {
+		if id := replField(t, ctx, p, "master_replid"); id == replids[i] || replField(t, ctx, p, "second_repl_offset") != "-1" {
+			t.Errorf("member %d: the promoted master did not rotate its replication ID while A held k (%s)", i, id)
+		}
+	}
 	if granted > 0 {
 		t.Fatalf("B was granted k %d times (of %d attempts) while A held it: replicas that missed A's grant were promoted in two of three members", granted, tries)
 	}
@@ -187,4 +211,20 @@ func TestSentinelSetGivenTwice(t *testing.T) {
 	t.Cleanup(func() { down.Close() })
 	c := newClient(t, []redis.UniversalClient{clients[0], sets[0].Client(t), down}, redlock.WithRestartGuard(0))
 	requireSameCluster(t, ctxFor(t, time.Minute), c, "twice")
+}
+
+// replField returns field of c's INFO replication.
+func replField(t *testing.T, ctx context.Context, c *redis.Client, field string) string {
+	t.Helper()
+	info, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		t.Fatalf("INFO replication: %v", err)
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v
+		}
+	}
+	t.Fatalf("INFO replication has no %s", field)
+	return ""
 }
