@@ -55,10 +55,6 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		if isNil(rdb) {
 			return nil, invalid("node %d is nil", i)
 		}
-		if isFailover(rdb) {
-			return nil, invalid("node %d is a Sentinel failover client (redis.NewFailoverClient), not supported yet: "+
-				"a failover promotes a replica that may lack a grant, and the restart guard does not time a promotion; give each master as a client of its own", i)
-		}
 		addrs[i] = addrOf(rdb)
 		for j := range i {
 			if nodes[j] == rdb || (addrs[i] != "" && addrs[j] == addrs[i]) {
@@ -220,6 +216,12 @@ func isNil(rdb redis.UniversalClient) bool {
 // addrOf names the server(s) rdb talks to, so that New can refuse the same
 // master twice. Aliases it cannot see through (DNS names, NAT) are not caught.
 func addrOf(rdb redis.UniversalClient) string {
+	if isFailover(rdb) {
+		// Every failover client has the same placeholder address: two are
+		// told apart at first contact, by the master they reach
+		// (samecluster.go).
+		return ""
+	}
 	switch r := rdb.(type) {
 	case *redis.Client:
 		return normalAddr(r.Options().Addr)
@@ -242,8 +244,8 @@ const failoverAddr = "FailoverClient"
 
 // isFailover reports whether rdb is a Sentinel failover client: its
 // master moves with every failover, and a promoted replica may lack a
-// grant, which the restart guard (timed from a process's start) does not
-// see — so New refuses it rather than count it as a plain master.
+// grant, so its scripts time the master it reaches from its promotion
+// (prelude.lua: master_served_ms; doc.go, "Sentinel members").
 func isFailover(rdb redis.UniversalClient) bool {
 	r, ok := rdb.(*redis.Client)
 	return ok && r.Options().Addr == failoverAddr

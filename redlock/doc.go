@@ -144,7 +144,8 @@
 //
 //   - The masters are independent: no replication between them (a replica
 //     promoted after a failover may lack the key; see Members that are
-//     Redis Clusters for replicas inside a member), and not the same server
+//     Redis Clusters and Sentinel members for replicas inside a member),
+//     and not the same server
 //     twice (New refuses the same address twice, and two cluster members
 //     whose seed lists share an address; a cluster reached by two members
 //     through different nodes is found at first contact, see One cluster,
@@ -364,6 +365,73 @@
 // one guard; a lock held there is kept by its other members, and renewals
 // repair it on the promoted server. Records written by a version without
 // the epoch start again from now when the replication ID changes.
+//
+// # Sentinel members
+//
+// A member may be a Sentinel-managed master set, given as one
+// redis.NewFailoverClient: its master and replicas count as one vote, cast
+// by whichever server the sentinels name master. The library's own client
+// of the member keeps the failover client's dialer, so each connection it
+// sets up goes to the master the sentinels name then; connections to a
+// demoted master end when its sentinel reconfigures it (Sentinel kills its
+// clients) or when it stops answering.
+//
+// A failover promotes a replica that may lack grants its master made just
+// before (the link cut, the master's last writes lost with it). Its run_id
+// and uptime are those of a process up since long before, so the guard
+// (Restarts) would count it at once. So, as a cluster member's servers do
+// per slot, a Sentinel member's master counts only from when it became the
+// master it is now. Its scripts read an owner record (quorumlock:
+// master-owner, declared after TrustKey; prelude.lua: master_served_ms)
+// naming the master — run_id, master_replid, total_net_repl_input_bytes —
+// and since when, on its own clock:
+//
+//   - It names this master_replid: the master has served since the record
+//     says. A replica shares its master's ID but runs no write script; a
+//     promotion gives a new ID.
+//   - It names this process (run_id) and the same replication input, under
+//     another ID, with second_repl_offset -1: the same term, whose ID was
+//     rotated (a backlog freed after repl-backlog-ttl with no replica; a
+//     promotion sets second_repl_offset instead). The record keeps its
+//     since.
+//   - Anything else — another process (the record came with a dataset
+//     synced from another master), replication input received since the
+//     record was written (the process was a replica meanwhile), a promotion
+//     — starts again from now; a missing record, from the process's start
+//     on a master that never replicated (second_repl_offset -1,
+//     total_net_repl_input_bytes 0), else from now.
+//
+// A record written anew makes the reply report the process's start in
+// full, so that a Client meeting the promoted master learns its run_id
+// even if its LASTSAVE reads as the old master's did. The reply says how
+// long the master has served, and the grant is judged as if the server had
+// started then: a promoted replica sits out the guard, from its promotion,
+// while the other members count. The cost on a Sentinel member is one
+// INFO replication and one HMGET per script (about 3.3 µs of server time,
+// measured on a busy 2-core host beside 3.3 µs for an empty script), INFO
+// server and stats (about 8 µs) only when the record is written anew;
+// plain and cluster members are untouched.
+//
+// What this assumes, besides what Restarts assumes: every grant on the
+// member runs with restart detection on (a grant made with
+// WithRestartGuard(0) writes no record); replica-read-only yes (the
+// default) on the replicas; the old master stops taking writes by the time
+// the promoted one's guard ends (Sentinel reconfigures it once it hears
+// from it; one cut off from its sentinels keeps granting to clients that
+// reach it — as with any failover, give min-replicas-to-write or a guard
+// longer than the longest TTL by that much); a master demoted to a replica
+// receives something from its new master (a sync, a PING) before it is
+// promoted again, or a script runs on it between that promotion and a
+// rotation of its ID (otherwise its own old record, unchanged, would be
+// taken for its current term; Sentinel does not promote a replica whose
+// link has been down for long). CONFIG RESETSTAT on a master hides that it
+// replicated and resets the replication input the record compares: a
+// record then starts again from now, except a missing one on a server
+// promoted and reset before any script ran. TrustStart writes no owner
+// record: a vouched master of a Sentinel member still counts from its
+// promotion or, if it never replicated, its start. Every failover costs
+// the member one guard; a lock held there is kept by the other members,
+// and renewals repair it on the promoted master.
 //
 // # One cluster, one member
 //
@@ -658,17 +726,17 @@
 //
 // New refuses, with an error matching ErrInvalid: no nodes, a nil node, the
 // same client or the same address twice, two members given a common server
-// (cluster seed lists [a b c] and [b]), a Sentinel failover client
-// (redis.NewFailoverClient: not supported yet — a failover promotes a
-// replica that may lack a grant, and the restart guard, timed from a
-// process's start, would count it at once; give each master as a client
-// of its own), and invalid options. It never
+// (cluster seed lists [a b c] and [b]), and invalid options. A Sentinel
+// failover client (redis.NewFailoverClient) is one member, a master set
+// ("Sentinel members"); every such client has the same placeholder
+// address, which New does not compare. It never
 // waits on the nodes: it starts, in the background, reading each member's
-// cluster node IDs, so that two members that reach one cluster through
-// seeds it cannot compare ([a] and [b], or a plain client of one of its
-// nodes) are found before either is counted; from then on they fail with
-// ErrSameCluster, as does every acquisition of the Client ("One cluster,
-// one member"). An even number of nodes is accepted, with a warning
+// cluster node IDs (a Sentinel member's master identities), so that two
+// members that reach one cluster or master set through seeds it cannot
+// compare ([a] and [b], a plain client of one of its nodes, two failover
+// clients of one set) are found before either is counted; from then on
+// they fail with ErrSameCluster, as does every acquisition of the Client
+// ("One cluster, one member"). An even number of nodes is accepted, with a warning
 // through WithLogger's logger: 2 nodes tolerate no failure (the majority is
 // both), 4 tolerate one, as 3 do. For each node given as a *redis.Client,
 // *redis.ClusterClient or *redis.Ring, New builds the client the library

@@ -32,6 +32,9 @@ func sharedServer(nodes []redis.UniversalClient) error {
 // types that expose no address.
 func serversOf(rdb redis.UniversalClient) []string {
 	var addrs []string
+	if isFailover(rdb) {
+		return nil // a placeholder address (failoverAddr), not a server's
+	}
 	switch r := rdb.(type) {
 	case *redis.Client:
 		addrs = []string{r.Options().Addr}

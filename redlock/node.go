@@ -19,6 +19,9 @@ type node struct {
 	shards  *shardRoutes          // a cluster's: one route per primary (nil on a plain master)
 	addr    string                // "" when the client type exposes none
 	cluster bool                  // a Redis Cluster: one script touches one hash slot
+	// failover: a Sentinel failover client, whose master may be a promoted
+	// replica: its scripts read the master's owner record (startKeys).
+	failover bool
 
 	master atomic.Bool  // ROLE confirmed a master (or the node is a cluster)
 	cause  failureCause // why its calls last failed (cause.go)
@@ -32,7 +35,7 @@ type node struct {
 // (ownClient), under nodeTimeout by default.
 func newNode(given redis.UniversalClient, nodeTimeout time.Duration) *node {
 	_, cluster := given.(*redis.ClusterClient)
-	n := &node{rdb: given, late: lateWindow(nodeTimeout), addr: addrOf(given), cluster: cluster}
+	n := &node{rdb: given, late: lateWindow(nodeTimeout), addr: addrOf(given), cluster: cluster, failover: isFailover(given)}
 	if own := ownClient(given, socketBound(nodeTimeout)); own != nil {
 		n.rdb, n.own = own, true
 	}

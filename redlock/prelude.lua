@@ -219,8 +219,9 @@ local trust_key
 -- owner_key is, on a cluster member, the record of which primary serves
 -- the keys' slot, and since when: a hash {by = node ID, repl = its
 -- master_replid, epoch = its config epoch, since = server ms}, declared in
--- KEYS after the trust key; nil on a plain master. It never expires (one
--- per slot).
+-- KEYS after the trust key; on a Sentinel member, the master's record
+-- (master_served_ms); nil on a plain master. It never expires (one per
+-- slot, or per master).
 local owner_key
 
 -- info_field is field of an INFO (or CLUSTER INFO) reply text, or nil.
@@ -266,6 +267,41 @@ local function served_ms(id)
   return now - since
 end
 
+-- master_served_ms returns how long, in ms, the master of a Sentinel
+-- member has served as the master it is now (doc.go, "Sentinel members"),
+-- and whether its record was written anew. owner_key is then the master's
+-- record {by = run_id, repl = master_replid, input =
+-- total_net_repl_input_bytes, since = server ms}. The record's age while it
+-- names this master's replication ID — the common path. Under another ID,
+-- the record keeps its since if it names this process (run_id), the same
+-- replication input (none received since: the process was no replica
+-- since it wrote the record) and the ID was rotated, not shifted by a
+-- promotion (second_repl_offset -1: a backlog freed after
+-- repl-backlog-ttl). A record naming another process, or missing, starts
+-- again from now — from the process's start only when it is missing on a
+-- master that never replicated (no second ID, no replication input).
+local function master_served_ms()
+  local repl = redis.pcall('INFO', 'replication')
+  local replid = info_field(repl, 'master_replid')
+  if not replid then return nil, 'INFO replication refused or has no master_replid' end
+  local now = now_ms()
+  local rec = redis.call('HMGET', owner_key, 'by', 'repl', 'since', 'input')
+  if rec[2] == replid and tonumber(rec[3]) then return now - tonumber(rec[3]), false end
+  local server = redis.pcall('INFO', 'server')
+  local run_id = info_field(server, 'run_id')
+  local input = info_field(redis.pcall('INFO', 'stats'), 'total_net_repl_input_bytes')
+  if not (run_id and input) then return nil, 'INFO server or stats refused, or without run_id or total_net_repl_input_bytes' end
+  local rotated = info_field(repl, 'second_repl_offset') == '-1'
+  local since = now
+  if rec[1] == run_id and rec[4] == input and rotated and tonumber(rec[3]) then
+    since = tonumber(rec[3])
+  elseif not rec[1] and rotated and input == '0' then
+    since = now - tonumber(info_field(server, 'uptime_in_seconds') or '0') * 1000
+  end
+  redis.call('HSET', owner_key, 'by', run_id, 'repl', replid, 'input', input, 'since', since)
+  return now - since, true
+end
+
 local function start_info(last, now, longest)
   if last == '' then return nil end
   local record = string.sub(last, 1, 1) == '+'
@@ -280,14 +316,23 @@ local function start_info(last, now, longest)
     local at = id ~= '' and string.find(last, id .. ':', 2, true)
     last = at and string.match(last, '^(%d+)', at + #id + 1) or '?'
   end
-  local served
+  local served, anew
   if id and owner_key then
     local why
     served, why = served_ms(id)
     if not served then return {-1, why} end
+  elseif owner_key then
+    -- A Sentinel member: one server at a time, named ""; a master written
+    -- anew reports its start in full (it may be another process whose
+    -- LASTSAVE reads the same).
+    local why
+    id = ''
+    served, why = master_served_ms()
+    if not served then return {-1, why} end
+    anew = why
   end
   local saved = redis.pcall('LASTSAVE')
-  if type(saved) == 'number' and tostring(saved) == last then
+  if not anew and type(saved) == 'number' and tostring(saved) == last then
     if record then return {-2, longest and longest() or 0, id, served} end
     if id then return {-3, id, served} end
     return nil

@@ -15,15 +15,16 @@ import (
 // the two members concerned, once a Client has found two of its members to
 // be one Redis Cluster — a cluster given twice through seeds New could not
 // tell apart (member A seeded with one node, member B with another; or a
-// plain client of a cluster node beside a cluster client of that cluster).
-// The quorum counts independent masters, so that configuration is invalid:
+// plain client of a cluster node beside a cluster client of that cluster),
+// or one Sentinel master set given twice (two failover clients of it,
+// found by the master they reach: masterIDs). The quorum counts independent masters, so that configuration is invalid:
 // neither member is counted again, and no lock is granted until the Client
 // is built with each cluster once. See the package doc ("One cluster, one
 // member").
 var ErrSameCluster = errors.New("redlock: two members are one Redis Cluster; neither is counted")
 
 // identities is what a Client learnt of its members' Redis Cluster node
-// IDs, each read once, from the first call to the member on (firstContact):
+// IDs (a Sentinel member's master identities), each read once, from the first call to the member on (firstContact):
 // a member's replies count only once it is read and no other member shares
 // one of its IDs.
 type identities struct {
@@ -147,7 +148,7 @@ func (s *identities) register(n int, ids map[string]bool) {
 			if !other[id] {
 				continue
 			}
-			e := fmt.Errorf("%w: members %d and %d both reach cluster node %s; give each cluster once (one seed list): the quorum needs independent masters", ErrSameCluster, min(m, n), max(m, n), id)
+			e := fmt.Errorf("%w: members %d and %d both reach %s; give each cluster or Sentinel master set once: the quorum needs independent masters", ErrSameCluster, min(m, n), max(m, n), named(id))
 			s.refused[n].Store(&e)
 			s.refused[m].CompareAndSwap(nil, &e)
 			s.twin.CompareAndSwap(nil, &e)
@@ -155,6 +156,37 @@ func (s *identities) register(n int, ids map[string]bool) {
 		}
 	}
 	s.cleared[n].Store(true)
+}
+
+// named describes an identity of register: a cluster node ID, or one of
+// masterIDs' (which say what they are).
+func named(id string) string {
+	if strings.Contains(id, " ") {
+		return id
+	}
+	return "cluster node " + id
+}
+
+// masterIDs returns the identities of the master of a Sentinel member,
+// as do reaches it: its process (run_id) and its replication histories
+// (master_replid, and master_replid2 if it has one) — the latter shared
+// by every server of its master set, so that two members of one set
+// meet even when a failover came between their first contacts.
+func masterIDs(do doer) (map[string]bool, error) {
+	info, err := do("info", "server", "replication").Text()
+	if err != nil {
+		return nil, fmt.Errorf("redlock: INFO (to check that no other member is the same master set): %w", err)
+	}
+	ids := map[string]bool{}
+	for _, f := range []string{"run_id", "master_replid", "master_replid2"} {
+		if v := infoField(info, f); v != "" && strings.Trim(v, "0") != "" {
+			ids[f+" "+v] = true
+		}
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("redlock: INFO server has no run_id (to check that no other member is the same master set)")
+	}
+	return ids, nil
 }
 
 // A doer sends one command to a member (or to one shard of a ring).
@@ -167,6 +199,8 @@ type doer func(args ...any) *redis.Cmd
 func (c *Client) memberIDs(ctx context.Context, n int, key string) (map[string]bool, error) {
 	nd := c.nodes[n]
 	switch {
+	case nd.failover:
+		return masterIDs(func(args ...any) *redis.Cmd { return nd.main.call(ctx, nd.late, false, args) })
 	case nd.shards != nil:
 		return clusterIDs(func(args ...any) *redis.Cmd {
 			r, err := nd.shards.owner(ctx, key)

@@ -142,8 +142,12 @@ func primaryIn(sh redis.ClusterShard, id string) bool {
 
 // startKeys are the records prelude.lua reads for lock on this node: the
 // trust record (trust_key) — TrustKey on a plain master, else its slot's —
-// and on a cluster the slot's owner record (owner_key).
+// and on a cluster the slot's owner record (owner_key), on a Sentinel
+// member the master's (masterOwnerKey).
 func (nd *node) startKeys(lock string) []string {
+	if nd.failover {
+		return failoverStartKeys
+	}
 	if !nd.cluster {
 		return plainStartKeys
 	}
@@ -153,6 +157,13 @@ func (nd *node) startKeys(lock string) []string {
 
 // plainStartKeys is startKeys on a plain master, shared read-only.
 var plainStartKeys = []string{TrustKey}
+
+// masterOwnerKey is the owner record of the master of a Sentinel member
+// (prelude.lua: master_served_ms): one per server, like TrustKey.
+const masterOwnerKey = "quorumlock:master-owner"
+
+// failoverStartKeys is startKeys on a Sentinel member, shared read-only.
+var failoverStartKeys = []string{TrustKey, masterOwnerKey}
 
 // trustKeyOf is the trust record of a cluster slot: TrustKey with a hash
 // tag of that slot.

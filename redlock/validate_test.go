@@ -31,7 +31,7 @@ func TestNewRefusesBadInput(t *testing.T) {
 		{"typed nil node", []redis.UniversalClient{a, typedNil}, nil, "node 1 is nil"},
 		{"same client twice", []redis.UniversalClient{a, b, a}, nil, "same master"},
 		{"same address twice", []redis.UniversalClient{a, aAlias}, nil, "same master"},
-		{"a Sentinel failover client", []redis.UniversalClient{a, b, failover}, nil, "node 2 is a Sentinel failover client"},
+		{"same failover client twice", []redis.UniversalClient{failover, b, failover}, nil, "same master"},
 		{"zero TTL", []redis.UniversalClient{a}, []redlock.Option{redlock.WithTTL(0)}, "TTL"},
 		{"negative TTL", []redis.UniversalClient{a}, []redlock.Option{redlock.WithTTL(-time.Second)}, "TTL"},
 		{"TTL within drift+timeout", []redis.UniversalClient{a},
