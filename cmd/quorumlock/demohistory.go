@@ -68,7 +68,9 @@ func (h *demoHistory) finish(d *demoRun) error {
 	return history.RenderFile(h.path, h.page)
 }
 
-func nodeName(i int, addr string) string { return fmt.Sprintf("node %d (%s)", i+1, redactAddr(addr)) }
+// nodeName names master i as the demo's progress lines and the library's
+// errors do: numbered from 0, in the order of --nodes.
+func nodeName(i int, addr string) string { return fmt.Sprintf("node %d (%s)", i, redactAddr(addr)) }
 
 // records returns the faults that happened as history records: the kill
 // of a node until its restart, and the restart, empty, for the restart
