@@ -260,7 +260,7 @@
 // serves, TrustKey followed by a hash tag of that slot ("{1bz}"), valued
 // its own run_id, and the scripts declare the record of the lock's slot as
 // their last KEY. 16384 records of a few dozen bytes per cluster, written
-// in one pipeline per primary and expiring after a day, against any
+// in pipelines of 512 per primary and expiring after a day, against any
 // cheaper scheme: TrustStart cannot know the locks' own hash tags, and one
 // record per primary would be a key outside the lock's slot. The record is
 // read only when a reply reports a start (the INFO path), never on the

@@ -76,10 +76,15 @@ func TestHealedBlackholeServesWithinTwoNodeTimeouts(t *testing.T) {
 			c := newClient(t, via, redlock.WithNodeTimeout(faultTimeout))
 			ctx := ctxFor(t, 30*time.Second)
 			key := "healed"
-			if l, err := c.TryLock(ctx, key); err != nil { // warm: connections up
+			// Warm (connections up): a preparation, retried, since a busy
+			// host may miss the scenario's short node timeout; only the
+			// first lock after the heal is measured against it.
+			warm(t, ctx, c)
+			// What a lock costs on this host now, connections up: slack
+			// for the measured lock, which a busy host delays as much.
+			base, err := firstLock(ctx, c, key+"-base", time.Now().Add(10*time.Second))
+			if err != nil {
 				t.Fatalf("TryLock before the fault: %v", err)
-			} else if err := l.Unlock(ctx); err != nil {
-				t.Fatalf("Unlock before the fault: %v", err)
 			}
 			proxies[0].SetBlackhole(true)
 			proxies[1].SetBlackhole(true)
@@ -93,12 +98,26 @@ func TestHealedBlackholeServesWithinTwoNodeTimeouts(t *testing.T) {
 			if err != nil {
 				t.Fatalf("no lock within %v of the heal: %v", took, err)
 			}
-			bound := 2*faultTimeout + 60*time.Millisecond // scheduling slack under -race
+			bound := 2*faultTimeout + max(60*time.Millisecond, 2*base) // scheduling slack under -race
 			if took > bound {
-				t.Errorf("first lock %v after the heal, want within two node timeouts (%v, with slack %v)", took, 2*faultTimeout, bound)
+				t.Errorf("first lock %v after the heal, want within two node timeouts (%v, with slack %v: a lock took %v before the fault)", took, 2*faultTimeout, bound, base)
 			}
 		})
 	}
+}
+
+// warm has c take and release a lock, so that its connections are up: a
+// preparation, retried for up to 10 s, since on a busy host a call may miss
+// a scenario's short node timeout (dialing above all). A failed release is
+// left to expire.
+func warm(t *testing.T, ctx context.Context, c *redlock.Client) {
+	t.Helper()
+	i := 0
+	l := eventuallyLocked(t, 10*time.Second, "a lock before the fault (warming up)", func() (*redlock.Lock, error) {
+		i++ // a fresh key each time: a failed attempt's undo may still be on its way
+		return c.TryLock(ctx, fmt.Sprint("warm-", i))
+	})
+	_ = l.Unlock(ctx)
 }
 
 // firstLock tries to lock a fresh key named after key back to back — a
@@ -243,9 +262,7 @@ func TestGrantLandingAfterItsUndoIsHarmless(t *testing.T) {
 	// its undo sent, 350 ms after the attempt began.
 	a := newClient(t, via, redlock.WithNodeTimeout(100*time.Millisecond), redlock.WithTTL(ttl))
 	ctx := ctxFor(t, 30*time.Second)
-	if _, err := firstLock(ctx, a, "warm", time.Now().Add(10*time.Second)); err != nil { // connections up
-		t.Fatalf("TryLock: %v", err)
-	}
+	warm(t, ctx, a)
 	proxies[0].SetLatency(1500*time.Millisecond, 0)
 	proxies[1].SetBlackhole(true)
 	sent := time.Now()
@@ -264,10 +281,11 @@ func TestGrantLandingAfterItsUndoIsHarmless(t *testing.T) {
 	}
 
 	b := newClient(t, direct)
-	lb, err := b.TryLock(ctx, "late")
-	if err != nil {
-		t.Fatalf("another client's TryLock beside the stale grant: %v, want the lock from nodes 1 and 2", err)
-	}
+	// Retried while the stale grant lasts: a busy host may miss the node
+	// timeout; what is checked is that nodes 1 and 2 grant it at all.
+	lb := eventuallyLocked(t, ttl/2, "another client's TryLock beside the stale grant, granted by nodes 1 and 2", func() (*redlock.Lock, error) {
+		return b.TryLock(ctx, "late")
+	})
 	if got := holders(t, direct, "late"); got[0] != stale[0] {
 		t.Errorf("holders %q while the other client holds: want node 0 still the stale grant's %q", got, stale[0])
 	}

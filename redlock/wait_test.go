@@ -98,12 +98,11 @@ func TestSubscriptionsAreSharedAndDropped(t *testing.T) {
 	waiter := newClient(t, nodes)
 	ctx := ctxFor(t, 30*time.Second)
 	var held []*redlock.Lock
-	for k := 0; k < 3; k++ {
-		l, err := holder.TryLock(ctx, fmt.Sprint("key-", k))
-		if err != nil {
-			t.Fatalf("TryLock: %v", err)
-		}
-		held = append(held, l)
+	for k := 0; k < 3; k++ { // preparation: retried, a busy host may miss a node timeout
+		key := fmt.Sprint("key-", k)
+		held = append(held, eventuallyLocked(t, 10*time.Second, "the holder locks "+key, func() (*redlock.Lock, error) {
+			return holder.TryLock(ctx, key)
+		}))
 	}
 	var wg sync.WaitGroup
 	for w := 0; w < 6; w++ {

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/faultproxy"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
 	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
@@ -37,7 +39,7 @@ func TestTrustClusterNode(t *testing.T) {
 	}
 	c := testkit.Open(t, redlock.New, lab.ClusterClients(t), redlock.WithNodeTimeout(testkit.NodeTimeout), redlock.WithRestartGuard(time.Hour))
 	for i, s := range m.Shards {
-		l, err := c.TryLock(ctx, s.Keys("vouched", 1)[0])
+		l, err := tryLockPast(ctx, c, s.Keys("vouched", 1)[0])
 		if err != nil {
 			t.Errorf("shard %d: TryLock after trust on one node: %v", i, err)
 			continue
@@ -56,7 +58,7 @@ func TestStatusClusterNode(t *testing.T) {
 	defer cancel()
 	c := testkit.Open(t, redlock.New, lab.ClusterClients(t), redlock.WithNodeTimeout(testkit.NodeTimeout), redlock.WithRestartGuard(0))
 	key := m.Shards[2].Keys("report", 1)[0]
-	l, err := c.TryLock(ctx, key, redlock.WithTTL(time.Minute))
+	l, err := tryLockPast(ctx, c, key, redlock.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatalf("TryLock: %v", err)
 	}
@@ -73,6 +75,20 @@ func TestStatusClusterNode(t *testing.T) {
 	for _, want := range []string{given + " (cluster primary " + owner + ")", "held", "vouched"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("status's output lacks %q", want)
+		}
+	}
+}
+
+// tryLockPast is c.TryLock retried, for up to 10 s, while it fails for a
+// node timeout only: on a busy host the first calls to a cluster (dials,
+// slot maps) may miss the tests' short node timeout. Any other failure —
+// a restart guard's refusal — is returned at once.
+func tryLockPast(ctx context.Context, c *redlock.Client, key string, opts ...redlock.Option) (*redlock.Lock, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l, err := c.TryLock(ctx, key, opts...)
+		if err == nil || !errors.Is(err, context.DeadlineExceeded) || time.Now().After(deadline) {
+			return l, err
 		}
 	}
 }
@@ -103,5 +119,29 @@ func TestRunClusterNodes(t *testing.T) {
 	t.Logf("run:\n%s%s", stdout, stderr)
 	if code != exitOK || !strings.Contains(stdout, "ran") {
 		t.Fatalf("run on one node of each cluster: status %d, output %q; want %d and the command's output", code, stdout, exitOK)
+	}
+}
+
+// trust's --timeout bounds each call to a node, not the whole vouch: a
+// cluster primary writes a record per slot it serves, in many pipelines,
+// and the whole takes longer with more slots and on a busy host. Here a
+// node 300ms away (each request delayed) needs five round trips or more
+// (INFO, the SET pipeline, GET, INFO): more than the 1s --timeout in all,
+// each call well within it.
+func TestTrustTimeoutBoundsEachCall(t *testing.T) {
+	lab := redislab.Start(t, 1)
+	proxy := faultproxy.Start(t, lab.Nodes[0].Addr())
+	proxy.SetLatency(300*time.Millisecond, 0)
+	code, stdout, stderr := inProcess("trust", "--timeout", "1s", "--nodes", proxy.Addr())
+	t.Logf("trust:\n%s%s", stdout, stderr)
+	if code != exitOK {
+		t.Fatalf("trust on a node 300ms away, --timeout 1s: status %d, want %d", code, exitOK)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rdb := redis.NewClient(&redis.Options{Addr: lab.Nodes[0].Addr()})
+	defer rdb.Close()
+	if got, want := rdb.Get(ctx, redlock.TrustKey).Val(), runIDOf(t, ctx, lab.Nodes[0].Addr()); got != want {
+		t.Errorf("%s = %q, want the run_id %q", redlock.TrustKey, got, want)
 	}
 }

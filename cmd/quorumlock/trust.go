@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// defaultTrustTimeout bounds the vouch of each node.
+// defaultTrustTimeout bounds each call of the vouch to a node.
 const defaultTrustTimeout = 2 * time.Second
 
 // exitInUse is trust's status when it refused masters that look in use.
@@ -31,7 +31,7 @@ func (c *cli) trust(args []string) int {
 	var t target
 	t.registerNodes(fs, c.getenv)
 	fs.StringVar(&t.prefix, "prefix", redlock.DefaultPrefix, "`prefix` of the keys the locks use: live locks under it mean the masters are in use")
-	timeout := fs.Duration("timeout", defaultTrustTimeout, "timeout of the vouch on each node")
+	timeout := fs.Duration("timeout", defaultTrustTimeout, "timeout of each call of the vouch to a node")
 	force := fs.Bool("force", false, "vouch even for masters that look in use (a warning names why)")
 	if code, ok := c.parse(fs, trustUsage, args); !ok {
 		return code
@@ -59,14 +59,14 @@ func (c *cli) trust(args []string) int {
 
 	// Every node is vouched for in parallel; errgroup waits for all. A
 	// node's failure stops none of the others: each is reported on its
-	// line, and each primary of a cluster on its own.
+	// line, and each primary of a cluster on its own. Each call is bounded
+	// by timeout, not the whole vouch: a cluster primary writes a record
+	// per slot it serves, thousands, in several pipelines (perCall).
 	vouches := make([][]vouch, len(addrs))
 	var g errgroup.Group
 	for i, rdb := range members {
 		g.Go(func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-			defer cancel()
-			vouches[i] = vouchMember(ctx, redactAddr(addrs[i]), rdb)
+			vouches[i] = vouchMember(perCall(*timeout), redactAddr(addrs[i]), rdb)
 			return nil
 		})
 	}
@@ -128,8 +128,10 @@ func (c *cli) checkNew(ns *nodeSet, nodes []redis.UniversalClient, prefix string
 
 // vouchFor vouches for the process running at rdb (redlock.TrustStart) and
 // reads back which process that was and how long it has been up.
-func vouchFor(ctx context.Context, addr string, rdb *redis.Client) vouch {
+func vouchFor(pc perCall, addr string, rdb *redis.Client) vouch {
 	v := vouch{addr: addr}
+	rdb.AddHook(pc)
+	ctx := context.Background()
 	if v.err = redlock.TrustStart(ctx, rdb); v.err != nil {
 		return v
 	}
