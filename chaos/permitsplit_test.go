@@ -28,6 +28,7 @@ func (s *soak) permitSplit() (heal func()) {
 	n := len(s.lab.Nodes)
 	order := randomSubset(s.rng, n, n)
 	shared, rest := order[0], order[1:]
+	s.hit = append(s.hit, shared) // the master the report draws the fault on
 	name := fmt.Sprintf("split%d", len(s.episodes))
 	var closers []func()
 	closeAll := func() {

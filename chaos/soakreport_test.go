@@ -35,6 +35,8 @@ var drawnFaults = map[string]drawnFault{
 	"majority blinks (100–300 ms)":    {kind: history.FaultFreeze, everyNode: true},
 	"master frozen at Close":          {kind: history.FaultFreeze},
 	"partitioned clients":             {kind: history.FaultPartition, everyNode: true},
+	// The split semaphore's shared master, restarted empty (permitSplit).
+	"semaphore split, shared master restarted empty": {kind: history.FaultRestartEmpty},
 }
 
 // faultRecords returns the episodes as fault records: one per master an
