@@ -4,9 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"os/signal"
-	"time"
 
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
@@ -26,7 +23,7 @@ func (f *runFlags) registerElect(fs *flag.FlagSet, getenv func(string) string, v
 	fs.DurationVar(&f.wait, "wait", 0, "how long to campaign before giving up; 0 campaigns until leading")
 	fs.DurationVar(&f.grace, "grace", defaultGrace, "after the leadership is lost, time between SIGTERM and SIGKILL to CMD")
 	fs.DurationVar(&f.nodeTimeout, "node-timeout", redlock.DefaultNodeTimeout, "timeout of every call to one node")
-	fs.DurationVar(&f.guard, "restart-guard", 0, "count a master's grants only once its process has been up this long (default: --ttl)")
+	fs.DurationVar(&f.guard, "restart-guard", 0, guardUsage)
 	fs.IntVar(&f.conflict, "conflict-exit-code", exitTempFail, "exit `status` when not leading within --wait")
 	fs.BoolVar(&f.killGroup, "kill-group", false, "when CMD exits, send what is left of its process group SIGTERM (SIGKILL after --grace)")
 	fs.BoolVar(&f.verbose, "v", false, "log node failures, renewals and the leadership's life on stderr")
@@ -45,24 +42,16 @@ func (f *runFlags) checkElect(fs *flag.FlagSet, value string) ([]string, error) 
 		return nil, errors.New("--name is required")
 	case len(value) > redlock.MaxLeaderValue:
 		return nil, fmt.Errorf("--value is %d bytes, longer than %d", len(value), redlock.MaxLeaderValue)
-	case fs.NArg() == 0:
-		return nil, errors.New("no command to run: give it after --")
-	case f.wait < 0:
-		return nil, fmt.Errorf("--wait %v must not be negative", f.wait)
-	case f.guard < 0:
-		return nil, fmt.Errorf("--restart-guard %v must not be negative", f.guard)
-	case f.conflict < 0 || f.conflict > 255:
-		return nil, fmt.Errorf("--conflict-exit-code %d must be in [0, 255]", f.conflict)
 	}
 	f.claim = claim{keys: []string{f.key}, elect: true, value: value}
-	f.guardSet = given["restart-guard"]
-	return addrs, errors.Join(positive("ttl", f.ttl), positive("grace", f.grace), positive("node-timeout", f.nodeTimeout))
+	return addrs, f.checkCommon(fs, given)
 }
 
 // elect campaigns for --name and runs CMD while leading, as run does under
 // a lock: the same keeper, signals and exit statuses, with the term in
 // $QUORUMLOCK_TERM. CMD's exit resigns.
 func (c *cli) elect(args []string) int {
+	defer catchSIGPIPE()()
 	fs := newFlagSet("elect")
 	var f runFlags
 	var value string
@@ -74,36 +63,10 @@ func (c *cli) elect(args []string) int {
 	if err != nil {
 		return c.usageError(fs, err)
 	}
-	path, code, err := findCommand(fs.Arg(0))
-	if err != nil { // before campaigning: a wrong command must not lead
-		fmt.Fprintf(c.stderr, "quorumlock: %v\n", err)
-		return code
-	}
-	ns, err := dial(addrs)
-	if err != nil {
-		return c.usageError(fs, err)
-	}
-	c.verbose = f.verbose
-	members, closeMembers := ns.members(clusterProbe)
-	opts := f.options(c)
 	if f.wait == 0 { // run's single attempt: a Campaign that waits until leading
-		opts = append(opts, redlock.WithMaxWait(electForever))
+		return c.launch(fs, &f, addrs, redlock.WithMaxWait(electForever))
 	}
-	client, err := redlock.New(members, opts...)
-	if err != nil {
-		closeMembers()
-		ns.close()
-		return c.usageError(fs, errors.New(ns.redact(err.Error())))
-	}
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwarded...)
-	defer signal.Stop(sigs)
-	l, code := c.acquire(client, ns, &f, sigs)
-	if l != nil {
-		code = c.supervise(l, ns, path, fs.Args(), &f, sigs)
-	}
-	closeWithin(time.Now().Add(f.nodeTimeout), client, ns, closeMembers)
-	return code
+	return c.launch(fs, &f, addrs)
 }
 
 const electUsage = `Usage: quorumlock elect --nodes host:port,... --name N [--value V] [flags] -- CMD [ARGS...]

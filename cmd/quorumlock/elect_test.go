@@ -85,6 +85,10 @@ func TestElectBadUsage(t *testing.T) {
 		{"elect", "--nodes", "127.0.0.1:1", "--name", "n"},
 		{"elect", "--nodes", "127.0.0.1:1", "--name", "n", "--value", big, "--", "true"},
 		{"elect", "--nodes", "127.0.0.1:1", "--name", "n", "--wait", "-1s", "--", "true"},
+		// The bounds run has: a --wait past redlock.MaxDuration overflowed
+		// the deadline, a --ttl past maxTTL the fencing retention.
+		{"elect", "--nodes", "127.0.0.1:1", "--name", "n", "--wait", "2562047h47m16.8s", "--", "true"},
+		{"elect", "--nodes", "127.0.0.1:1", "--name", "n", "--ttl", "4381h", "--", "true"},
 		{"elect", "--name", "n", "--", "true"},
 		{"leader", "--nodes", "127.0.0.1:1"},
 		{"leader", "--nodes", "127.0.0.1:1", "--name", "n", "extra"},

@@ -46,17 +46,20 @@ func (f *runFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.DurationVar(&f.wait, "wait", 0, "how long to wait for the lock when it is held; 0 makes a single attempt, as flock -n")
 	fs.DurationVar(&f.grace, "grace", defaultGrace, "after the lock is lost, time between SIGTERM and SIGKILL to CMD")
 	fs.DurationVar(&f.nodeTimeout, "node-timeout", redlock.DefaultNodeTimeout, "timeout of every lock call to one node")
-	fs.DurationVar(&f.guard, "restart-guard", 0, "count a master's grants only once its process has been up this long; "+
-		"must cover the longest TTL of every client of these masters; 0 turns restart detection off "+
-		"(default: the longest TTL in use on the key, at least --ttl, at most "+redlock.MaxRestartGuard.String()+" unless --ttl is longer; "+
-		redlock.MaxRestartGuard.String()+", or --ttl if longer, while no master has been up that long or is vouched for — "+
-		"'quorumlock status' shows it)")
+	fs.DurationVar(&f.guard, "restart-guard", 0, guardUsage)
 	fs.IntVar(&f.conflict, "conflict-exit-code", exitTempFail, "exit `status` when the lock is held elsewhere (as flock -E)")
 	fs.IntVar(&f.conflict, "E", exitTempFail, "short for --conflict-exit-code")
 	fs.BoolVar(&f.killGroup, "kill-group", false, "when CMD exits, send what is left of its process group SIGTERM (SIGKILL after --grace) "+
 		"instead of holding the lock until it exits by itself")
 	fs.BoolVar(&f.verbose, "v", false, "log node failures, renewals and the lock's life on stderr")
 }
+
+// guardUsage is --restart-guard's text, for run and elect alike.
+var guardUsage = "count a master's grants only once its process has been up this long; " +
+	"must cover the longest TTL of every client of these masters; 0 turns restart detection off " +
+	"(default: the longest TTL in use on the key, at least --ttl, at most " + redlock.MaxRestartGuard.String() + " unless --ttl is longer; " +
+	redlock.MaxRestartGuard.String() + ", or --ttl if longer, while no master has been up that long or is vouched for — " +
+	"'quorumlock status' shows it)"
 
 // check validates the flags that fs parsed and CMD, sets f.claim, and
 // returns the node addresses.
@@ -68,20 +71,27 @@ func (f *runFlags) check(fs *flag.FlagSet) ([]string, error) {
 		return nil, err
 	}
 	addrs, err := f.target.addrs()
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
+	}
+	return addrs, f.checkCommon(fs, given)
+}
+
+// checkCommon validates what run and elect share: CMD, and every duration
+// and exit status flag.
+func (f *runFlags) checkCommon(fs *flag.FlagSet, given map[string]bool) error {
+	switch {
 	case fs.NArg() == 0:
-		return nil, errors.New("no command to run: give it after --")
+		return errors.New("no command to run: give it after --")
 	case f.wait < 0:
-		return nil, fmt.Errorf("--wait %v must not be negative", f.wait)
+		return fmt.Errorf("--wait %v must not be negative", f.wait)
 	case f.guard < 0:
-		return nil, fmt.Errorf("--restart-guard %v must not be negative", f.guard)
+		return fmt.Errorf("--restart-guard %v must not be negative", f.guard)
 	case f.conflict < 0 || f.conflict > 255:
-		return nil, fmt.Errorf("--conflict-exit-code %d must be in [0, 255]", f.conflict)
+		return fmt.Errorf("--conflict-exit-code %d must be in [0, 255]", f.conflict)
 	}
 	f.guardSet = given["restart-guard"]
-	return addrs, errors.Join(positive("ttl", f.ttl), positive("grace", f.grace), positive("node-timeout", f.nodeTimeout),
+	return errors.Join(positive("ttl", f.ttl), positive("grace", f.grace), positive("node-timeout", f.nodeTimeout),
 		atMost("ttl", f.ttl, maxTTL), atMost("wait", f.wait, redlock.MaxDuration), atMost("grace", f.grace, redlock.MaxDuration),
 		atMost("node-timeout", f.nodeTimeout, redlock.MaxDuration), atMost("restart-guard", f.guard, redlock.MaxDuration))
 }
@@ -99,14 +109,7 @@ func fenceRetention(ttl time.Duration) time.Duration {
 }
 
 func (c *cli) run(args []string) int {
-	// Diagnostics never end the run: with SIGPIPE caught, a write to a
-	// stderr whose reader went away (a closed log pipe) fails with EPIPE
-	// instead of killing quorumlock — and with it CMD, which its keeper
-	// would kill, and the lock, left for its TTL. CMD still starts with
-	// SIGPIPE's default action: exec resets a caught signal.
-	pipe := make(chan os.Signal, 1)
-	signal.Notify(pipe, syscall.SIGPIPE)
-	defer signal.Stop(pipe)
+	defer catchSIGPIPE()()
 	fs := newFlagSet("run")
 	var f runFlags
 	f.register(fs, c.getenv)
@@ -117,8 +120,27 @@ func (c *cli) run(args []string) int {
 	if err != nil {
 		return c.usageError(fs, err)
 	}
+	return c.launch(fs, &f, addrs)
+}
+
+// catchSIGPIPE makes diagnostics never end a run or an election: with
+// SIGPIPE caught, a write to a stderr whose reader went away (a closed log
+// pipe) fails with EPIPE instead of killing quorumlock — and with it CMD,
+// which its keeper would kill, and the lock, left for its TTL. CMD still
+// starts with SIGPIPE's default action: exec resets a caught signal. The
+// returned func stops catching it.
+func catchSIGPIPE() (stop func()) {
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	return func() { signal.Stop(pipe) }
+}
+
+// launch takes what f claims through the nodes at addrs (a lock, or with
+// elect a leadership), runs CMD — fs's arguments — under it, and returns
+// run's exit status. extra options go after f's.
+func (c *cli) launch(fs *flag.FlagSet, f *runFlags, addrs []string, extra ...redlock.Option) int {
 	path, code, err := findCommand(fs.Arg(0))
-	if err != nil { // before the lock: a wrong command must not wait for it
+	if err != nil { // before the claim: a wrong command must not wait for it
 		fmt.Fprintf(c.stderr, "quorumlock: %v\n", err)
 		return code
 	}
@@ -129,7 +151,7 @@ func (c *cli) run(args []string) int {
 	c.verbose = f.verbose
 	// A node of a Redis Cluster stands for its whole cluster (cluster.go).
 	members, closeMembers := ns.members(clusterProbe)
-	client, err := redlock.New(members, f.options(c)...)
+	client, err := redlock.New(members, append(f.options(c), extra...)...)
 	if err != nil {
 		closeMembers()
 		ns.close()
@@ -139,12 +161,18 @@ func (c *cli) run(args []string) int {
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
 	begin := time.Now()
-	l, code := c.acquire(client, ns, &f, sigs)
+	l, code := c.acquire(client, ns, f, sigs)
 	if l != nil {
-		code = c.supervise(l, ns, path, fs.Args(), &f, sigs)
+		code = c.supervise(l, ns, path, fs.Args(), f, sigs)
 		begin = time.Now()
 	}
-	closeWithin(begin.Add(f.wait+f.nodeTimeout), client, ns, closeMembers)
+	// Close waits for work in flight up to the end of --wait (from CMD's
+	// end, once it ran), at least a node timeout from now.
+	deadline := begin.Add(f.wait)
+	if now := time.Now(); deadline.Before(now) {
+		deadline = now
+	}
+	closeWithin(deadline.Add(f.nodeTimeout), client, ns, closeMembers)
 	return code
 }
 
