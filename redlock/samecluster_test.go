@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -47,6 +48,12 @@ func TestSameClusterCheckRefusedToUser(t *testing.T) {
 		t.Errorf("Lock waited for its context: %v", err)
 	}
 
+	// The failed Lock is undone on every node, detached from it: wait for
+	// the undo (not for the lease, 10 s, which a leaked grant would take).
+	lock := redlock.Keys(redlock.DefaultPrefix, "k").Lock
+	testkit.Eventually(t, 5*time.Second, "the failed Lock undone on every node", func() bool {
+		return testkit.Count(l.Clients(t), func(n redis.UniversalClient) bool { return n.Exists(ctx, lock).Val() == 1 }) == 0
+	})
 	allowed := newClient(t, l.Clients(t, func(o *redis.Options) { o.Username, o.Password = "nocluster", "pw" }))
 	lk, err := allowed.TryLock(ctx, "k")
 	if err != nil {
