@@ -29,8 +29,8 @@ const trustTTL = 24 * time.Hour
 // is not vouched for. Never use it after a restart that may have lost
 // leases, which is what the guard is for: call CheckNew first. A replica is
 // refused with ErrReplica, whether or not it accepts writes; a node that
-// cannot be read or written returns its error; ctx's end returns ctx's
-// error, with the vouch perhaps written on some primaries. It needs INFO,
+// cannot be read or written returns its error, and so does a call cut by
+// ctx's end (primaries vouched for before it stay so). It needs INFO,
 // SET and HSET (on a cluster, CLUSTER MYID and CLUSTER SHARDS too), and
 // does not close node. On a *redis.ClusterClient it vouches every primary,
 // each writing a record per slot it serves, in
