@@ -33,6 +33,7 @@ func checkArchitecture(root string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	names := &known{root: root, redlock: union(withTests), others: map[string]words{}}
 	var problems []string
 	inRedlock := false
 	for n, line := range strings.Split(string(text), "\n") {
@@ -43,7 +44,7 @@ func checkArchitecture(root string) ([]string, error) {
 		problems = append(problems, missingFiles(where, line, files)...)
 		problems = append(problems, misplaced(where, line, pkg)...)
 		if inRedlock {
-			problems = append(problems, unknownNames(where, line, root, withTests)...)
+			problems = append(problems, unknownNames(where, line, names)...)
 		}
 	}
 	return problems, nil
@@ -108,7 +109,7 @@ func exists(p string, files []string) bool {
 	return false
 }
 
-func misplaced(where, line string, pkg map[string]string) []string {
+func misplaced(where, line string, pkg map[string]words) []string {
 	var problems []string
 	for _, m := range placed.FindAllStringSubmatch(line, -1) {
 		src, ok := pkg[m[1]]
@@ -120,7 +121,7 @@ func misplaced(where, line string, pkg map[string]string) []string {
 			if !ident.MatchString(name) || isPath(name) {
 				continue
 			}
-			if last := name[strings.LastIndex(name, ".")+1:]; !hasWord(src, last) {
+			if last := name[strings.LastIndex(name, ".")+1:]; !src[last] {
 				problems = append(problems, fmt.Sprintf("%s: places %s in redlock/%s, which does not name it", where, name, m[1]))
 			}
 		}
@@ -128,8 +129,27 @@ func misplaced(where, line string, pkg map[string]string) []string {
 	return problems
 }
 
-func unknownNames(where, line, root string, pkg map[string]string) []string {
-	all := strings.Join(mapValues(pkg), "\n")
+// known is the words of redlock's files (tests included), and those of the
+// other packages a qualified name was looked up in.
+type known struct {
+	root    string
+	redlock words
+	others  map[string]words // by directory
+}
+
+func (k *known) of(dir string) (words, error) {
+	if ws, ok := k.others[dir]; ok {
+		return ws, nil
+	}
+	files, err := sources(filepath.Join(k.root, dir), true)
+	if err != nil {
+		return nil, err
+	}
+	k.others[dir] = union(files)
+	return k.others[dir], nil
+}
+
+func unknownNames(where, line string, k *known) []string {
 	var problems []string
 	for _, m := range backticked.FindAllStringSubmatch(line, -1) {
 		name := strings.TrimSuffix(m[1], "()")
@@ -137,17 +157,17 @@ func unknownNames(where, line, root string, pkg map[string]string) []string {
 			continue
 		}
 		parts := strings.Split(name, ".")
-		src := all
+		src := k.redlock
 		if dir, ok := packageDirs[parts[0]]; ok && len(parts) > 1 {
-			other, err := sources(filepath.Join(root, dir), true)
+			other, err := k.of(dir)
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("%s: %s: %v", where, name, err))
 				continue
 			}
-			src, parts = strings.Join(mapValues(other), "\n"), parts[1:]
+			src, parts = other, parts[1:]
 		}
 		for _, p := range parts {
-			if !hasWord(src, p) {
+			if !src[p] {
 				problems = append(problems, fmt.Sprintf("%s: names %s, but no file of its package names %s", where, name, p))
 				break
 			}
@@ -162,14 +182,19 @@ var packageDirs = map[string]string{
 	"quorum": "quorum", "clock": "clock", "autopipe": "internal/autopipe", "hashslot": "internal/hashslot",
 }
 
-// sources returns the text of each Go and Lua file of dir, by file name;
+// words is the set of identifiers a source file names, comments included.
+type words map[string]bool
+
+var word = regexp.MustCompile(`\w+`)
+
+// sources returns the words of each Go and Lua file of dir, by file name;
 // tests only if tests.
-func sources(dir string, tests bool) (map[string]string, error) {
+func sources(dir string, tests bool) (map[string]words, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	src := map[string]string{}
+	src := map[string]words{}
 	for _, e := range entries {
 		n := e.Name()
 		if e.IsDir() || (!tests && strings.HasSuffix(n, "_test.go")) || !(strings.HasSuffix(n, ".go") || strings.HasSuffix(n, ".lua")) {
@@ -179,7 +204,11 @@ func sources(dir string, tests bool) (map[string]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		src[n] = string(b)
+		ws := words{}
+		for _, w := range word.FindAllString(string(b), -1) {
+			ws[w] = true
+		}
+		src[n] = ws
 	}
 	return src, nil
 }
@@ -204,14 +233,13 @@ func repoFiles(root string) ([]string, error) {
 	return files, err
 }
 
-func hasWord(src, word string) bool {
-	return regexp.MustCompile(`\b` + regexp.QuoteMeta(word) + `\b`).MatchString(src)
-}
-
-func mapValues(m map[string]string) []string {
-	vs := make([]string, 0, len(m))
-	for _, v := range m {
-		vs = append(vs, v)
+// union is every word of every file of a package.
+func union(files map[string]words) words {
+	all := words{}
+	for _, ws := range files {
+		for w := range ws {
+			all[w] = true
+		}
 	}
-	return vs
+	return all
 }
