@@ -194,7 +194,7 @@ local function counter_held(fence, t)
   return value
 end
 
--- Restarts (doc.go, "Restarts"): what a reply says about when its node
+-- Restarts (docs/SAFETY.md, "Restarts"): what a reply says about when its node
 -- started.
 -- start_info: what a reply says about when its node started, for restart
 -- detection. last is this client's LASTSAVE for the node ("" detection off;
@@ -230,7 +230,7 @@ local function info_field(text, field)
 end
 
 -- served_ms returns how long, in ms, the server id has served the slot of
--- owner_key as the primary it is now (doc.go, "Failovers and moved
+-- owner_key as the primary it is now (docs/SHARDS.md, "Failovers and moved
 -- slots"). The record's age, while it names this server and its
 -- replication ID — the common path. A new replication ID with the record
 -- still naming this server and its config epoch is the same primary's
@@ -268,7 +268,7 @@ local function served_ms(id)
 end
 
 -- master_served_ms returns how long, in ms, the master of a Sentinel
--- member has served as the master it is now (doc.go, "Sentinel members"),
+-- member has served as the master it is now (docs/SHARDS.md, "Sentinel members"),
 -- and whether its record was written anew. owner_key is then the master's
 -- record {by = run_id, repl = master_replid, input =
 -- total_net_repl_input_bytes, since = server ms}. The record's age while it
@@ -360,7 +360,7 @@ end
 -- A lock records in its field "ttl" the longest TTL (ms) among the holds
 -- it was granted or repaired with, for clients meeting restarted nodes: a
 -- lease a node lost cannot outlive the node's start by more than its TTL
--- (doc.go, "Restarts"). The field lives and dies with the lock. raise_ttl
+-- (docs/SAFETY.md, "Restarts"). The field lives and dies with the lock. raise_ttl
 -- raises it to ttl for a hold added to a lock already held, and returns it.
 local function raise_ttl(lock, ttl)
   local had = tonumber(redis.call('HGET', lock, 'ttl') or '0')

@@ -65,7 +65,7 @@ func batchClient(rdb redis.UniversalClient, own bool) redis.UniversalClient {
 // the reply arrives or ctx ends; in the latter case it then waits, for late
 // at most, for the real outcome, so that a Round's Late sees what the
 // server really did — or else the abandoned call's error: outcome unknown,
-// undone like a timeout (see the package doc on late grants). On an own
+// undone like a timeout (docs/SAFETY.md, "Late grants"). On an own
 // route, a ctx without a deadline gets one: the socket bound.
 func (r *route) call(ctx context.Context, late time.Duration, asking bool, args []any) *redis.Cmd {
 	if r.own && !r.warmth.first.Load() && r.warmth.first.CompareAndSwap(false, true) {
