@@ -135,18 +135,3 @@ func vouchPrimary(ctx context.Context, p *redis.Client) vouch {
 	}
 	return v
 }
-
-// queryOwner is queryNode on the primary that owns the key's slot in the
-// cluster of node rdb, with the vouch read from the slot's record. It
-// returns what to add to the node's address: " (cluster primary p)".
-func (st *lockStatus) queryOwner(ctx context.Context, rdb *redis.Client, i int) string {
-	cc := clusterOf(rdb)
-	defer cc.Close()
-	owner, err := cc.MasterForKey(ctx, st.LockKey)
-	if err != nil {
-		st.failed(i, fmt.Errorf("a cluster node; its slot's primary: %w", err))
-		return " (cluster)"
-	}
-	st.queryNode(ctx, owner, i, redlock.TrustKeyFor(st.LockKey))
-	return " (cluster primary " + redactAddr(owner.Options().Addr) + ")"
-}

@@ -2,112 +2,69 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/quorum"
 	"github.com/seed818c56a1/quorumlock/redlock"
-	"golang.org/x/sync/errgroup"
 )
 
-// queryOnce asks every node in parallel, each in one round trip under
-// --timeout, waits for all (errgroup), and tallies. A node's failure is
-// its row of the table, so it stops none of the others.
-func queryOnce(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
-	names := redlock.Keys(f.prefix, f.key)
+// queryOnce reads every node's view of the key under --timeout
+// (redlock.Inspect: the library reads its own layout, each node in one
+// round trip, all in parallel), and tallies. A node's failure is its row
+// of the table, so it stops none of the others. Only a key or prefix the
+// library refuses is an error (ErrInvalid).
+func queryOnce(ctx context.Context, ns *nodeSet, f *statusFlags) (*lockStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	in, err := redlock.Inspect(ctx, ns.universal(), f.key, f.limit, redlock.WithPrefix(f.prefix))
+	if err != nil {
+		return nil, err
+	}
 	n := len(ns.clients)
-	st := &lockStatus{Key: f.key, LockKey: names.Lock, FenceKey: names.Fence, ReadersKey: names.Readers,
-		Nodes: make([]nodeStatus, n), Need: quorum.Majority(n), limitKey: redlock.LimitKey(f.prefix, f.key)}
+	st := &lockStatus{Key: f.key, LockKey: in.Names.Lock, FenceKey: in.Names.Fence, ReadersKey: in.Names.Readers,
+		Nodes: make([]nodeStatus, n), Need: quorum.Majority(n)}
 	if f.limit > 0 {
-		st.Semaphore = newSemaphore(f.prefix, f.key, f.limit, n)
+		st.Semaphore = newSemaphore(&in)
 	}
-	var g errgroup.Group
-	for i, rdb := range ns.clients {
-		g.Go(func() error {
-			ctx, cancel := context.WithTimeout(ctx, f.timeout)
-			defer cancel()
-			addr := redactAddr(ns.addrs[i])
-			if !st.queryNode(ctx, rdb, i, redlock.TrustKey) {
-				addr += st.queryOwner(ctx, rdb, i) // a cluster node (cluster.go)
-			}
-			st.setAddr(i, addr)
-			return nil
-		})
+	for i, node := range in.Nodes {
+		st.setNode(i, node)
+		st.setAddr(i, redactAddr(ns.addrs[i])+clusterText(node))
 	}
-	_ = g.Wait() // nothing to report: each node's error is in st
 	st.tally()
 	st.tallyGuard(f.guardSetting)
-	return st
+	return st, nil
 }
 
-// queryNode reads node i's view of the key, and of its semaphore, in one
-// pipeline, with the vouch recorded under trust. On a node in cluster mode
-// whose vouch was read from TrustKey, it records nothing and returns false:
-// the key lives on its slot's primary, which queryOwner asks.
-func (st *lockStatus) queryNode(ctx context.Context, rdb *redis.Client, i int, trust string) bool {
-	pipe := rdb.Pipeline()
-	writer := queueHolder(ctx, pipe, st.LockKey, st.FenceKey)
-	now := pipe.Time(ctx)
-	readers := pipe.ZRangeWithScores(ctx, st.ReadersKey, 0, -1)
-	var permits func()
-	var limit *redis.StringCmd
+// clusterText is what the NODE column adds to a cluster node's address:
+// the primary that serves the key's slot, which answered for it.
+func clusterText(n redlock.NodeInspection) string {
+	switch {
+	case !n.Cluster:
+		return ""
+	case n.Primary == "":
+		return " (cluster)"
+	}
+	return " (cluster primary " + redactAddr(n.Primary) + ")"
+}
+
+// setNode records what node i said.
+func (st *lockStatus) setNode(i int, in redlock.NodeInspection) {
+	if in.Err != nil {
+		st.failed(i, in.Err)
+		return
+	}
+	st.setStart(i, in)
+	n := &st.Nodes[i]
+	n.holderStatus = holderOf(in.Writer)
+	n.readers, n.Readers = in.Readers, len(in.Readers)
+	n.limit = in.Limit
 	if st.Semaphore != nil {
-		permits = st.Semaphore.queue(ctx, pipe, i)
-	} else {
-		limit = pipe.Get(ctx, st.limitKey) // a semaphore of the name (detectLimit)
+		st.Semaphore.setNode(i, in)
 	}
-	record := queueRecords(ctx, pipe, st.locks())
-	info := pipe.InfoMap(ctx, "server")
-	trusted := pipe.Get(ctx, trust)
-	cmds, err := pipe.Exec(ctx)
-	if trust == redlock.TrustKey && info.Val()["Server"]["redis_mode"] == "cluster" {
-		return false
-	}
-	// The start's commands last: a user without INFO still gets the rest.
-	if err == nil || errors.Is(err, redis.Nil) || err == info.Err() || err == trusted.Err() {
-		err = firstError(cmds[:len(cmds)-2])
-	}
-	if err != nil {
-		st.failed(i, err)
-		return true
-	}
-	st.setStart(i, startFromInfo(info, trusted), record())
-	st.Nodes[i].holderStatus = writer.status()
-	st.Nodes[i].readers = liveReaders(readers.Val(), now.Val())
-	st.Nodes[i].Readers = len(st.Nodes[i].readers)
-	if permits != nil {
-		permits()
-	}
-	if limit != nil {
-		st.Nodes[i].limit, _ = limit.Int()
-	}
-	return true
 }
 
-// locks are the names of the locks whose TTL records status reads: the
-// key's, and with --limit every permit's (as run would take them).
-func (st *lockStatus) locks() []string {
-	locks := []string{st.LockKey}
-	if st.Semaphore != nil {
-		for _, p := range st.Semaphore.Permits {
-			locks = append(locks, p.LockKey)
-		}
-	}
-	return locks
-}
-
-// firstError returns the first error of cmds but redis.Nil, an absent
-// key's answer: Exec reports only the first error, and a redis.Nil may hide
-// a later one.
-func firstError(cmds []redis.Cmder) error {
-	for _, c := range cmds {
-		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
-			return err
-		}
-	}
-	return nil
+// holderOf is a node's row of one lock, from what it holds.
+func holderOf(h redlock.HoldState) holderStatus {
+	return holderStatus{Reachable: true, Owner: h.Owner, TTLMillis: h.TTL.Milliseconds(), Holds: int64(h.Holds), Fence: h.Fence}
 }
 
 // failed records that node i did not answer.
@@ -124,51 +81,6 @@ func (st *lockStatus) setAddr(i int, addr string) {
 	if st.Semaphore != nil {
 		st.Semaphore.setAddr(i, addr)
 	}
-}
-
-// A holderQuery is one lock's commands in a node's pipeline.
-type holderQuery struct {
-	owner *redis.StringCmd
-	pttl  *redis.Cmd
-	hlen  *redis.IntCmd
-	ttl   *redis.BoolCmd // the lock records its TTL (a field, not a hold)
-	fence *redis.StringCmd
-}
-
-func queueHolder(ctx context.Context, pipe redis.Pipeliner, lockKey, fenceKey string) holderQuery {
-	return holderQuery{
-		owner: pipe.HGet(ctx, lockKey, "owner"),
-		pttl:  pipe.Do(ctx, "PTTL", lockKey),
-		hlen:  pipe.HLen(ctx, lockKey),
-		ttl:   pipe.HExists(ctx, lockKey, "ttl"),
-		fence: pipe.Get(ctx, fenceKey),
-	}
-}
-
-// status reads the answers, once the pipeline ran without error.
-func (q holderQuery) status() holderStatus {
-	hs := holderStatus{Reachable: true, Owner: q.owner.Val()}
-	hs.Fence, _ = q.fence.Int64() // absent: 0
-	if hs.Owner != "" {
-		hs.TTLMillis, _ = q.pttl.Int64()
-		hs.Holds = q.hlen.Val() - 1 // every field but "owner" (and "ttl")
-		if q.ttl.Val() {
-			hs.Holds--
-		}
-	}
-	return hs
-}
-
-// liveReaders returns the members whose lease ends after now, the node's
-// time.
-func liveReaders(members []redis.Z, now time.Time) []string {
-	var live []string
-	for _, z := range members {
-		if z.Score > float64(now.UnixMilli()) {
-			live = append(live, fmt.Sprint(z.Member))
-		}
-	}
-	return live
 }
 
 // tally counts the reachable nodes, the writer held on most of them, the
