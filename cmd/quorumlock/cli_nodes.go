@@ -146,3 +146,11 @@ func (ns *nodeSet) close() {
 		c.Close()
 	}
 }
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

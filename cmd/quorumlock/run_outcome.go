@@ -149,24 +149,7 @@ func startsBudget(nodeTimeout time.Duration) time.Duration {
 	return max(nodeTimeout, 100*time.Millisecond)
 }
 
-// later returns the later of a and b.
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
 // guardSetting is the restart guard of run's Client.
 func (f *runFlags) guardSetting() guardSetting {
 	return guardSetting{ttl: f.ttl, guard: f.guard, guardSet: f.guardSet}
-}
-
-// oneLine joins the lines of err's message (a context error joined with a
-// quorum error, say) with "; ".
-func oneLine(err error) string {
-	if err == nil {
-		return "<nil>"
-	}
-	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
 }

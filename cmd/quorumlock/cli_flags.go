@@ -137,3 +137,15 @@ func (g guardSetting) view(starts []redlock.MasterStart, longest time.Duration) 
 	}
 	return redlock.ViewRestartGuard(starts, longest, opts...)
 }
+
+// maxTTL bounds --ttl: the fencing state is kept fenceRetention(ttl), at
+// most redlock.MaxDuration.
+const maxTTL = redlock.MaxDuration / 2
+
+// fenceRetention is how long run's fencing state outlives the lock's last
+// grant or release: the library's default, or twice the TTL when that is
+// longer — the library refuses a retention not longer than the TTL, and
+// run has no flag for it.
+func fenceRetention(ttl time.Duration) time.Duration {
+	return max(redlock.DefaultFenceRetention, 2*ttl)
+}
