@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
 // A node given by address may be one node of a Redis Cluster (INFO server
@@ -65,13 +64,17 @@ func (ns *nodeSet) members(timeout time.Duration) (members []redis.UniversalClie
 func vouchMember(pc perCall, addr string, rdb redis.UniversalClient) []vouch {
 	cc, ok := rdb.(*redis.ClusterClient)
 	if !ok {
-		return []vouch{vouchFor(pc, addr, rdb.(*redis.Client))}
+		p := rdb.(*redis.Client)
+		p.AddHook(pc)
+		v := vouchServer(context.Background(), p)
+		v.addr = addr
+		return []vouch{v}
 	}
 	var mu sync.Mutex
 	var out []vouch
 	err := cc.ForEachMaster(context.Background(), func(ctx context.Context, p *redis.Client) error {
 		p.AddHook(pc)
-		v := vouchPrimary(ctx, p)
+		v := vouchServer(ctx, p)
 		v.addr = addr + " cluster: primary " + redactAddr(p.Options().Addr)
 		mu.Lock()
 		defer mu.Unlock()
@@ -109,29 +112,4 @@ func (pc perCall) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 		defer cancel()
 		return next(ctx, cmds)
 	}
-}
-
-// vouchPrimary vouches for the cluster primary p (its slots' records) and
-// confirms it by its run_id, read before and after: unchanged, the
-// process vouched for is the one running.
-func vouchPrimary(ctx context.Context, p *redis.Client) vouch {
-	var v vouch
-	before, err := p.InfoMap(ctx, "server").Result()
-	if err != nil {
-		v.err = fmt.Errorf("INFO server: %w", err)
-		return v
-	}
-	if v.err = redlock.TrustStart(ctx, p); v.err != nil {
-		return v
-	}
-	after, err := p.InfoMap(ctx, "server").Result()
-	if err != nil {
-		v.err = fmt.Errorf("vouched, but reading it back: %w", err)
-		return v
-	}
-	v.runID, v.uptime = after["Server"]["run_id"], uptimeOf(after["Server"])
-	if was := before["Server"]["run_id"]; was != v.runID {
-		v.err = fmt.Errorf("the server restarted during the vouch (run_id %s, was %s); run trust again if it is new", v.runID, was)
-	}
-	return v
 }
