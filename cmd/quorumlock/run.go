@@ -137,7 +137,7 @@ func (c *cli) launch(fs *flag.FlagSet, f *runFlags, addrs []string, extra ...red
 		return c.usageError(fs, err)
 	}
 	c.verbose = f.verbose
-	// A node of a Redis Cluster stands for its whole cluster (cluster.go).
+	// A node of a Redis Cluster stands for its whole cluster (members, cli_nodes.go).
 	members, closeMembers := ns.members(clusterProbe)
 	client, err := redlock.New(members, append(f.options(c), extra...)...)
 	if err != nil {

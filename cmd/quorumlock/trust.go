@@ -51,7 +51,7 @@ func (c *cli) trust(args []string) int {
 		return c.usageError(fs, err)
 	}
 	defer ns.close()
-	members, closeMembers := ns.members(*timeout) // a cluster node: its cluster (cluster.go)
+	members, closeMembers := ns.members(*timeout) // a cluster node: its cluster (cli_nodes.go)
 	defer closeMembers()
 	if !c.checkNew(ns, members, t.prefix, *timeout, *force) {
 		return exitInUse
