@@ -61,7 +61,7 @@ func (c *cli) startJob(path string, argv, env []string) (*job, error) {
 		Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr, Env: childEnv(os.Environ(), env),
 		ExtraFiles: []*os.File{statusW, lifeR, j.tty},
 		// Out of quorumlock's group, so that a signal to that group does not
-		// kill the keeper with quorumlock (keeper.go).
+		// kill the keeper with quorumlock (run_keeper.go).
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
 	if err := j.keeper.Start(); err != nil {
 		statusR.Close()
