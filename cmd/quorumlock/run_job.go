@@ -135,6 +135,10 @@ func (j *job) kill(sig syscall.Signal) { syscall.Kill(-j.pgid, sig) }
 // j.events.
 func (j *job) killAll() { j.lifeline.Close() }
 
+// release tells the keeper, once CMD's group is gone and the lock held to
+// the end, to exit without killing the processes that left the group.
+func (j *job) release() { j.lifeline.Write([]byte{1}) }
+
 // forward passes sig on to CMD's group, and continues it if CMD is stopped
 // (as a shell's kill does) or has exited (what is left of the group may
 // be stopped), so that the signal acts now.
