@@ -1,0 +1,50 @@
+package autopipe
+
+import (
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// lane gives the sender of b what it writes its batches on. Over a plain
+// *redis.Client that never retries (MaxRetries -1), that is a connection
+// of its own, held from one batch to the next (redis.Conn): a batch then
+// takes no connection from the pool, and pays neither the pool's health
+// check (a peek at the socket, a system call, on every take) nor its
+// allocations. A client that retries keeps the pool, whose retries take a
+// fresh connection where a held one would stay broken; other clients
+// (ClusterClient, Ring) split each batch by node, on their pools.
+func (p *Pipe) lane(b *batch) {
+	if rc, ok := p.rdb.(*redis.Client); ok && rc.Options().MaxRetries == 0 {
+		b.conn = rc.Conn()
+		b.pl = b.conn.Pipeline()
+		return
+	}
+	b.pl = p.rdb.Pipeline()
+}
+
+// mend replaces b's connection after a batch that failed on it — err is
+// not a Redis error reply to a command, or the connection was not set up:
+// go-redis has dropped it, and a held connection once broken fails every
+// later use.
+func (p *Pipe) mend(b *batch, err error, setup bool) {
+	if b.conn == nil || err == nil {
+		return
+	}
+	var reply redis.Error
+	if !setup && errors.As(err, &reply) {
+		return
+	}
+	_ = b.conn.Close()
+	p.lane(b)
+}
+
+// end releases what the sender of b holds: its timers and its connection,
+// which goes back to the client's pool (or is dropped if broken).
+func (b *batch) end() {
+	b.overdue.Stop()
+	b.ctx.disarm()
+	if b.conn != nil {
+		_ = b.conn.Close()
+	}
+}
