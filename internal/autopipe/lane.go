@@ -2,9 +2,16 @@ package autopipe
 
 import (
 	"errors"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
+
+// heldFor is how long a sender holds one connection before it hands it back
+// to the pool and takes one again (see lane): under RESP3, go-redis peeks
+// at a connection's socket for push notifications (a system call) before
+// each use unless the connection went back to the pool less than 5 s ago.
+const heldFor = 4 * time.Second
 
 // lane gives the sender of b what it writes its batches on. Over a plain
 // *redis.Client that never retries (MaxRetries -1), that is a connection
@@ -13,14 +20,24 @@ import (
 // check (a peek at the socket, a system call, on every take) nor its
 // allocations. A client that retries keeps the pool, whose retries take a
 // fresh connection where a held one would stay broken; other clients
-// (ClusterClient, Ring) split each batch by node, on their pools.
+// (ClusterClient, Ring) split each batch by node, on their pools. (go-redis
+// turns MaxRetries -1 into 0 in the client's options.)
 func (p *Pipe) lane(b *batch) {
 	if rc, ok := p.rdb.(*redis.Client); ok && rc.Options().MaxRetries == 0 {
-		b.conn = rc.Conn()
+		b.conn, b.taken = rc.Conn(), time.Now()
 		b.pl = b.conn.Pipeline()
 		return
 	}
 	b.pl = p.rdb.Pipeline()
+}
+
+// freshen hands b's connection back to the pool and takes one again once
+// it has been held heldFor (a batch is about to go out at now).
+func (p *Pipe) freshen(b *batch, now time.Time) {
+	if b.conn != nil && now.Sub(b.taken) >= heldFor {
+		_ = b.conn.Close()
+		p.lane(b)
+	}
 }
 
 // mend replaces b's connection after a batch that failed on it — err is

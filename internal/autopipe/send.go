@@ -11,6 +11,7 @@ import (
 type batch struct {
 	pl    redis.Pipeliner // reusable: Exec empties it
 	conn  *redis.Conn     // the sender's own connection (see lane), or nil
+	taken time.Time       // when conn was taken from the pool
 	calls []*call         // taken from the queue, swapped with it
 	cmds  []redis.Cmder   // the commands of calls still wanted
 
