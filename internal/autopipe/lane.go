@@ -7,11 +7,21 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// heldFor is how long a sender holds one connection before it hands it back
-// to the pool and takes one again (see lane): under RESP3, go-redis peeks
-// at a connection's socket for push notifications (a system call) before
-// each use unless the connection went back to the pool less than 5 s ago.
-const heldFor = 4 * time.Second
+// How long a sender holds one connection (see lane) before it hands it back
+// to the pool and takes one again for its next batch:
+//
+//   - heldFor in all: under RESP3, go-redis peeks at a connection's socket
+//     for push notifications (a system call) before each use unless the
+//     connection went back to the pool less than 5 s ago;
+//   - heldIdle since its last batch ended: the pool checks a connection's
+//     health as it hands it out (a peek at the socket), which finds one that
+//     the server closed meanwhile — a restart, a client timeout — before a
+//     batch is written on it and fails. A connection in steady use is not
+//     checked, as none is while in use.
+const (
+	heldFor  = 4 * time.Second
+	heldIdle = 100 * time.Millisecond
+)
 
 // lane gives the sender of b what it writes its batches on. Over a plain
 // *redis.Client that never retries (MaxRetries -1), that is a connection
@@ -25,6 +35,7 @@ const heldFor = 4 * time.Second
 func (p *Pipe) lane(b *batch) {
 	if rc, ok := p.rdb.(*redis.Client); ok && rc.Options().MaxRetries == 0 {
 		b.conn, b.taken = rc.Conn(), time.Now()
+		b.used = b.taken
 		b.pl = b.conn.Pipeline()
 		return
 	}
@@ -32,9 +43,10 @@ func (p *Pipe) lane(b *batch) {
 }
 
 // freshen hands b's connection back to the pool and takes one again once
-// it has been held heldFor (a batch is about to go out at now).
+// it has been held heldFor, or idle heldIdle (a batch is about to go out at
+// now).
 func (p *Pipe) freshen(b *batch, now time.Time) {
-	if b.conn != nil && now.Sub(b.taken) >= heldFor {
+	if b.conn != nil && (now.Sub(b.taken) >= heldFor || now.Sub(b.used) >= heldIdle) {
 		_ = b.conn.Close()
 		p.lane(b)
 	}

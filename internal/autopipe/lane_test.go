@@ -148,3 +148,24 @@ func TestCloseHandsBackHeldConnections(t *testing.T) {
 		t.Errorf("pool after Close: %d connections, %d idle; want none in use", s.TotalConns, s.IdleConns)
 	}
 }
+
+// A held connection the server closed while it was idle is not written on:
+// after a pause, the sender takes a connection from the pool again, whose
+// health check finds the closed one (as after a server's restart).
+func TestHeldConnectionClosedWhileIdle(t *testing.T) {
+	lab := redislab.Start(t, 1)
+	rdb := lab.Clients(t, noRetries)[0]
+	direct := lab.Clients(t)[0]
+	p := newPipe(t, rdb)
+	ctx := testkit.Context(t, 10*time.Second)
+	if err := p.Do(ctx, "ping").Err(); err != nil {
+		t.Fatalf("PING: %v", err)
+	}
+	if err := direct.Do(ctx, "client", "kill", "type", "normal", "skipme", "yes").Err(); err != nil {
+		t.Fatalf("CLIENT KILL: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond) // the pause itself (past the sender's idle bound), not an assertion
+	if err := p.Do(ctx, "ping").Err(); err != nil {
+		t.Errorf("PING after a pause, its connection closed by the server: %v, want PONG on a healthy one", err)
+	}
+}

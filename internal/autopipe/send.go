@@ -12,6 +12,7 @@ type batch struct {
 	pl    redis.Pipeliner // reusable: Exec empties it
 	conn  *redis.Conn     // the sender's own connection (see lane), or nil
 	taken time.Time       // when conn was taken from the pool
+	used  time.Time       // when its last batch ended
 	calls []*call         // taken from the queue, swapped with it
 	cmds  []redis.Cmder   // the commands of calls still wanted
 
@@ -135,6 +136,7 @@ func (p *Pipe) run(b *batch) bool {
 		_ = b.pl.BatchProcess(b.ctx, b.cmds...)
 		_, err := b.pl.Exec(b.ctx)
 		b.ctx.disarm()
+		b.used = time.Now()
 		p.mend(b, err, unread(b.cmds, err))
 		keep = p.landed(b)
 		p.inFlight.Add(-1)
