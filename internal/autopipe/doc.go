@@ -107,7 +107,7 @@
 // back). Sequential GET on loopback (BenchmarkDo, three runs, load average
 // 7 on 2 cores): 11.8–16.0 µs and 6 allocations for rdb.Do; 20.2–23.3 µs
 // and 9 allocations through a Pipe over a client that retries (a pipeline
-// per batch, and go-redis's pool take and health check); 18.3–18.3 µs and
+// per batch, and go-redis's pool take and health check); 18.3–23.5 µs and
 // 6 allocations over one that never retries, whose sender holds its
 // connection (see Connections). With 16 callers the held connection keeps
 // the batches (14 calls each) at 2 allocations per INCR and 3 per GET.
