@@ -65,7 +65,10 @@
 // notifications unless it was handed back less than 5 s ago). A client
 // that retries keeps taking a connection from the pool per batch, so that
 // a retry goes out on a fresh one; a ClusterClient or a Ring splits the
-// batch by node on its own pools. Close hands the held connections back.
+// batch by node on its own pools. A held connection counts against the
+// client's PoolSize until its sender idles out (DefaultIdleTimeout): a
+// client shared with other work needs a pool of MaxInFlight more. Close
+// hands the held connections back.
 //
 // # In flight at once: one batch per Pipe (DefaultMaxInFlight)
 //
