@@ -564,7 +564,12 @@
 // Token() is the largest value among the granting majority. Before Lock or
 // TryLock returns, that token is written back to every granting node that is
 // behind, so a majority of nodes holds a counter at least as large; Unlock
-// raises the counter of every node that answers to it as well.
+// raises the counter of every node that answers to it as well. A writer's
+// grant that came from its node's clock, within half the TTL (less the
+// drift allowance) of the token, needs no write-back: that node grants again
+// only after Unlock raised its counter or after its clock passed the grant
+// by a TTL — so an uncontended Lock takes one round trip (docs/SAFETY.md,
+// "Tokens without a write-back round").
 //
 // A counter lives as long as its key is held, and a retention more: every
 // grant, renewal and release that touches it keeps it for at least
@@ -575,11 +580,11 @@
 // nested hold, a permit — still lives, however long it is renewed. A key
 // left untouched for longer than the retention loses its counters, so
 // locking many distinct keys leaves nothing behind. Its next grant then
-// issues the node's clock in microseconds; a reader or a nested hold that
-// finds no counter takes the clock too (and stores it as the counter). A
-// nested hold's token is the counter of its granting nodes, at least the
-// outer holding's: its majority meets the one the outer token was written
-// back to, whose counters live as long as the outer hold.
+// issues the node's clock in microseconds; a reader or a nested hold takes
+// the larger of the counter and the clock (and stores it as the counter). A
+// nested hold's token is at least the outer holding's: its majority meets
+// the one the outer token was written back to (an owner that may nest is
+// always written back), whose counters live as long as the outer hold.
 //
 // Why tokens only grow. A later holding's majority intersects the majority
 // the earlier token was written back to. If a node in both still has its
@@ -597,9 +602,9 @@
 // immediate empty restarts, neither the lock nor the order of tokens is
 // promised.
 //
-// A reader issues no token: its Token is the largest counter among its
-// grants (a node's clock where it had none), written back to them as a
-// writer's is. That is at least the token
+// A reader issues no token: its Token is the largest among its grants of
+// each node's counter or clock, whichever is larger, written back to them
+// as a writer's is. That is at least the token
 // of every writer that released the key before it: the reader's majority
 // meets the one that writer's token was written back to, at a node that
 // granted the reader only after that writer's lock there was gone — with
