@@ -580,11 +580,12 @@
 // nested hold, a permit — still lives, however long it is renewed. A key
 // left untouched for longer than the retention loses its counters, so
 // locking many distinct keys leaves nothing behind. Its next grant then
-// issues the node's clock in microseconds; a reader or a nested hold takes
-// the larger of the counter and the clock (and stores it as the counter). A
-// nested hold's token is at least the outer holding's: its majority meets
-// the one the outer token was written back to (an owner that may nest is
-// always written back), whose counters live as long as the outer hold.
+// issues the node's clock in microseconds; a nested hold that finds no
+// counter takes the clock too, and a reader the larger of the counter and
+// the clock (each stores it as the counter). A nested hold's token is the
+// counter of its granting nodes, at least the outer holding's: its majority
+// meets the one the outer token was written back to (an owner that may nest
+// is always written back), whose counters live as long as the outer hold.
 //
 // Why tokens only grow. A later holding's majority intersects the majority
 // the earlier token was written back to. If a node in both still has its

@@ -137,8 +137,9 @@ func (a *acquisition) clockGrants(won *quorum.Tally[[]int64], window int64) []bo
 //     restart case of a written-back counter, with x's own clock in place
 //     of another master's: no more is assumed of the clocks.
 //
-// A reader or a nested hold granted by x after H takes the larger of x's
-// counter and clock (counter_held), which the same three cases put above T.
+// A reader granted by x after H takes the larger of x's counter and clock
+// (counter_read), which the same three cases put at or above T; a nested
+// hold, the counter its owner's fresh grant on x set, above T likewise.
 // So a later holding's majority, which meets H's at a node either written
 // back or covered, issues a larger token there. Not covered, and written
 // back before the Lock is returned: a grant whose token is a counter's

@@ -18,7 +18,7 @@ import (
 // nodes to write it back to (fencePlan, coverWindow) and by the scripts'
 // rules: a writer's grant issues max(counter + 1, clock) and says whether
 // it is the clock's (next_token), a reader takes max(counter, clock)
-// (counter_held), Unlock raises the counter of every node it reaches that
+// (counter_read), Unlock raises the counter of every node it reaches that
 // is not known to hold the token, a lease runs out on its node's clock, an
 // empty restart loses everything and is not counted for the restart guard.
 // Time is in µs; the clocks are the Client's plus a fixed offset per node,

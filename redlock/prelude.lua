@@ -185,15 +185,33 @@ local function counter_renew(fence, token)
   end
 end
 
--- counter_held is the token of a hold that issues none of its own (a
--- reader, a nested hold): the larger of the counter fence and the node's
--- clock in µs from TIME's reply t, stored as the counter and kept for at
--- least the retention. Either is at least every token a holder that left
--- this node's key before used: its release raised the counter to its
--- token, and a lease that ran out here ends after the node's clock passed
--- its grant's token by the TTL, which a token left without a write-back
--- is within half of (docs/SAFETY.md, "Tokens without a write-back round").
+-- counter_held is the counter fence for a hold that issues no token of its
+-- own here — a nested hold, a re-sent attempt: its value, or where it has
+-- none the node's clock in µs from TIME's reply t — either way at least
+-- every token a live or recently live holder uses: the owner's own grant
+-- here set it, after every earlier holding left this node — kept for at
+-- least the retention.
 local function counter_held(fence, t)
+  local value = tonumber(redis.call('GET', fence) or '0')
+  if value > 0 then
+    keep_for(fence, retention)
+    return value
+  end
+  value = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  redis.call('SET', fence, string.format('%d', value), 'PX', retention)
+  return value
+end
+
+-- counter_read is a reader's token: the larger of the counter fence and
+-- the node's clock in µs from TIME's reply t, stored as the counter and
+-- kept for at least the retention. Either is at least the token of every
+-- writer that left this node's key before: its release raised the counter
+-- to its token, and a lease that ran out here ended after the node's clock
+-- passed the grant's token by the TTL, which a token left without a
+-- write-back is within half of (docs/SAFETY.md, "Tokens without a
+-- write-back round"). A reader finds no fresh grant of its own in between,
+-- as a writer's does (next_token).
+local function counter_read(fence, t)
   local value = tonumber(redis.call('GET', fence) or '0')
   local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
   if value >= clock then
