@@ -433,3 +433,66 @@ func TestFencingModelCatchesLooseRules(t *testing.T) {
 		}
 	}
 }
+
+// hold is a scripted attempt: node i grants holding h at the Client's time
+// at[i] (nodes not in at refuse), every write-back the library asks for
+// lands, and it returns the holding's token and the nodes covered by their
+// clock.
+func (m *fenceModel) hold(t *testing.T, h *modelHold, at map[int]int64) int64 {
+	t.Helper()
+	tally := quorum.Tally[int64]{Votes: make([]quorum.Vote[int64], len(m.nodes)), Need: m.need()}
+	clock := make([]bool, len(m.nodes))
+	for i := range tally.Votes {
+		tally.Votes[i] = quorum.Vote[int64]{Outcome: quorum.Refused}
+		when, ok := at[i]
+		if !ok {
+			continue
+		}
+		token, c, free := m.offer(i, h, when)
+		if !free {
+			t.Fatalf("holding %d: node %d is not free at %d", h.id, i, when)
+		}
+		m.grant(i, h, when, token)
+		tally.Votes[i] = quorum.Vote[int64]{Outcome: quorum.Granted, Value: token}
+		clock[i] = c || m.rules.clockBlind
+	}
+	token, behind := fencePlan(&tally, clock, m.rules.window)
+	h.token, h.fenced = token, make([]bool, len(m.nodes))
+	for i, v := range tally.Votes {
+		if v.Outcome == quorum.Granted && (v.Value >= token || slices.Contains(behind, i)) {
+			m.nodes[i].counter = max(m.nodes[i].counter, token)
+			h.fenced[i] = true
+		}
+	}
+	return token
+}
+
+// A grant whose token is its counter's — a release raised the counter
+// from a faster clock — is written back even when near the token: its
+// lease runs out by its node's clock, which may still be behind the token
+// then. Taken as the clock's, the next holder's token would not be larger.
+// Nodes x (0) and z (2) run 0.3 TTL slow, y (1) 0.3 TTL fast.
+func TestFencingCounterGrantIsWrittenBack(t *testing.T) {
+	for _, blind := range []bool{false, true} {
+		rules := libraryRules()
+		rules.clockBlind = blind
+		m := &fenceModel{rules: rules}
+		m.nodes = []modelNode{{alive: true, offset: -modelMaxOffset}, {alive: true, offset: modelMaxOffset}, {alive: true, offset: -modelMaxOffset}}
+		start := 1_000 * modelTTL
+		// H0: x early, y late in a slow round; x is written back to y's token.
+		h0 := &modelHold{id: 1}
+		m.hold(t, h0, map[int]int64{0: start, 1: start + modelMaxRound})
+		m.drop(0, h0) // released at once: x and y hold the token
+		m.drop(1, h0)
+		// H: x's token is its counter + 1, y's its clock, 0.4 TTL on.
+		h := &modelHold{id: 2}
+		now := start + modelMaxRound
+		first := m.hold(t, h, map[int]int64{0: now, 1: now + 4*modelTTL/10})
+		// H2 as soon as H's lease ran out on x's clock; y still holds H.
+		end := m.nodes[0].writerEnd - m.clock(0, 0)
+		next := m.hold(t, &modelHold{id: 3}, map[int]int64{0: end, 2: end})
+		if regressed := next <= first; regressed != blind {
+			t.Errorf("clockBlind %v: token %d after %d", blind, next, first)
+		}
+	}
+}
