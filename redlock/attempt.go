@@ -222,8 +222,9 @@ func (a *acquisition) perNode(base *scriptCall) []*scriptCall {
 }
 
 // vote reads node n's reply to a's call: a grant's value is the token of
-// each key (a semaphore's, the token and the permit); a refusal's, the
-// holder's remaining lease.
+// each key, then 1 if every one came from the node's clock, else 0 (a
+// semaphore's, the token and the permit); a refusal's, the holder's
+// remaining lease.
 func (a *acquisition) vote(n int, reply []any, err error) quorum.Vote[[]int64] {
 	keys := len(a.kss)
 	if a.limit > 0 {
@@ -239,8 +240,8 @@ func (a *acquisition) vote(n int, reply []any, err error) quorum.Vote[[]int64] {
 	granted, ok1 := replyInt(reply, 0)
 	first, ok := replyInt(reply, 1)
 	ok = ok && ok1
-	values := append(make([]int64, 0, keys), first)
-	for i := 1; ok && granted == 1 && i < keys; i++ {
+	values := append(make([]int64, 0, keys+1), first)
+	for i := 1; ok && granted >= grantedCounter && i < keys; i++ {
 		var v int64
 		v, ok = replyInt(reply, 1+i)
 		values = append(values, v)
@@ -248,9 +249,12 @@ func (a *acquisition) vote(n int, reply []any, err error) quorum.Vote[[]int64] {
 	if !ok {
 		return quorum.Vote[[]int64]{Outcome: quorum.Failed, Err: fmt.Errorf("redlock: unexpected reply to acquire: %v", reply)}
 	}
-	if granted != 1 {
+	if granted < grantedCounter {
 		a.heardRefusal(n, reply)
 		return quorum.Vote[[]int64]{Outcome: quorum.Refused, Value: values}
+	}
+	if a.limit == 0 { // after the tokens, whether they came from the clock
+		values = append(values, granted-grantedCounter)
 	}
 	if err := a.admit(n, startOf(reply, keys)); err != nil {
 		// Not counted (or, a *youngGrant, not yet); like any failure,

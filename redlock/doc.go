@@ -36,7 +36,11 @@
 // slow or dead minority costs nothing. A failed attempt is undone on every
 // master that did not refuse it, the ones that timed out included, and on
 // any master whose answer arrives late. Each grant raises the key's fencing
-// counter on its master; the lock's Token is the largest among the grants.
+// counter on its master; the lock's Token is the largest among the grants,
+// written back to the granting masters behind it unless their grants came
+// from their clocks within half the TTL of it — so an uncontended Lock
+// takes two round trips, acquire and release (docs/SAFETY.md, "Tokens
+// without a write-back round").
 //
 // Lock waits in line: every master orders waiters by the same ticket (the
 // time of the first attempt), so they agree on who is next, and Unlock wakes
@@ -76,7 +80,9 @@
 //     contact and refused (ErrSameCluster). Aliases of one plain master
 //     (DNS names, NAT) are not caught.
 //   - Clocks advance at about the same rate: the drift between the client
-//     and any master over one TTL stays within ttl·driftFactor + 2ms.
+//     and any master over one TTL stays within ttl·driftFactor + 2ms; and
+//     no master's clock steps back by more than about half the TTL between
+//     two grants of a key (tokens come from the masters' clocks).
 //   - A master that crashes either keeps its keys (appendfsync always), or
 //     comes back as a new process whose grants are not counted until every
 //     lease it could have granted has run out: the restart guard, on by
