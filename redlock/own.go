@@ -19,6 +19,17 @@ import (
 // ten.
 const ownPoolSize = 2 + autopipe.DefaultMaxOverdue
 
+// ownProtocol is the RESP version of the library's own clients, whatever
+// the caller's: RESP2. Every reply the library reads means the same in
+// both (its scripts return integers, strings, nil and arrays of them, never
+// a Lua boolean; CLUSTER SHARDS is read as maps or as flat lists; INFO,
+// ROLE, TIME, CONFIG GET and HGETALL go through go-redis's readers of
+// both), and RESP2 has no push notifications: go-redis peeks at a RESP3
+// connection for them (a recvfrom system call) before a batch — about six
+// per lock and unlock over five masters, none over RESP2 — and keeps a
+// push processor per client.
+const ownProtocol = 2
+
 // lateWindow is how long after a call's node timeout the library still
 // reads its reply (to undo a late grant) before it drops the connection:
 // four node timeouts, at most autopipe.DefaultLateWindow (250 ms). Every
@@ -39,7 +50,7 @@ func socketBound(nodeTimeout time.Duration) time.Duration {
 
 // ownClient returns the library's own client to the server(s) rdb talks
 // to, built from rdb's options — address, credentials, TLS, Dialer, DB,
-// protocol, OnConnect kept — so that every read is cut at its context's
+// OnConnect kept; RESP2 (ownProtocol) — so that every read is cut at its context's
 // deadline (ContextTimeoutEnabled) and its connection dropped, nothing is
 // retried (a batch re-sent by go-redis could run twice and would hold up
 // the calls behind it), and every dial, read and write is bounded by
@@ -52,6 +63,7 @@ func ownClient(rdb redis.UniversalClient, bound time.Duration) redis.UniversalCl
 	case *redis.ClusterClient:
 		o := *r.Options()
 		o.MaintNotificationsConfig = noMaintNotifications()
+		o.Protocol = ownProtocol
 		o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = bound, bound, bound, bound
 		o.PoolSize, o.PipelinePoolSize, o.MaxConcurrentDials = ownPoolSize, ownPoolSize, 0
@@ -64,6 +76,7 @@ func ownClient(rdb redis.UniversalClient, bound time.Duration) redis.UniversalCl
 		return redis.NewClusterClient(&o)
 	case *redis.Ring:
 		o := *r.Options()
+		o.Protocol = ownProtocol
 		o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = bound, bound, bound, bound
 		o.PoolSize, o.PipelinePoolSize = ownPoolSize, ownPoolSize
@@ -83,6 +96,7 @@ func ownServerClient(o redis.Options, bound time.Duration) *redis.Client {
 	// reads nothing it could cache.
 	o.ClientSideCache, o.ClientSideCacheConfig = nil, nil
 	o.PushNotificationProcessor = nil // the caller's has its handlers already
+	o.Protocol = ownProtocol
 	o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
 	o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = bound, bound, bound, bound
 	o.PoolSize, o.PipelinePoolSize, o.MaxConcurrentDials = ownPoolSize, ownPoolSize, 0
