@@ -56,10 +56,12 @@ func socketBound(nodeTimeout time.Duration) time.Duration {
 // the calls behind it), and every dial, read and write is bounded by
 // bound. It returns nil for a client type it cannot rebuild (a caller's
 // own UniversalClient), which the library then uses as it is.
-func ownClient(rdb redis.UniversalClient, bound time.Duration) redis.UniversalClient {
+// A Sentinel failover client's dials are recorded in dialed (nil for any
+// other client): the master it reaches.
+func ownClient(rdb redis.UniversalClient, bound time.Duration, dialed *dialedAddr) redis.UniversalClient {
 	switch r := rdb.(type) {
 	case *redis.Client:
-		return ownServerClient(*r.Options(), bound)
+		return ownDialedClient(*r.Options(), bound, dialed)
 	case *redis.ClusterClient:
 		o := *r.Options()
 		o.MaintNotificationsConfig = noMaintNotifications()
@@ -91,6 +93,12 @@ func ownClient(rdb redis.UniversalClient, bound time.Duration) redis.UniversalCl
 // from o as ownClient says: a plain master given, or one primary of a
 // cluster member (route.go).
 func ownServerClient(o redis.Options, bound time.Duration) *redis.Client {
+	return ownDialedClient(o, bound, nil)
+}
+
+// ownDialedClient is ownServerClient recording every connection it dials
+// in dialed, unless nil.
+func ownDialedClient(o redis.Options, bound time.Duration, dialed *dialedAddr) *redis.Client {
 	o.MaintNotificationsConfig = noMaintNotifications()
 	// Client-side caching would share the caller's cache: the library
 	// reads nothing it could cache.
@@ -104,8 +112,41 @@ func ownServerClient(o redis.Options, bound time.Duration) *redis.Client {
 	if isDefaultDialer(o.Dialer) {
 		o.Dialer = nil // NewClient makes one for o: bounded, TLS included
 	}
-	o.Dialer = boundDialer(o.Dialer, bound)
+	o.Dialer = dialed.wrap(boundDialer(o.Dialer, bound))
 	return redis.NewClient(&o)
+}
+
+// A dialedAddr is the address of the last connection a client dialed,
+// normalized (normalAddr): for a Sentinel member, the master it reaches
+// now, which votes and errors name (node.name).
+type dialedAddr struct{ last atomic.Pointer[string] }
+
+// wrap returns dial recording the remote address of each connection it
+// makes in d; dial itself if d or dial is nil.
+func (d *dialedAddr) wrap(dial func(context.Context, string, string) (net.Conn, error)) func(context.Context, string, string) (net.Conn, error) {
+	if d == nil || dial == nil {
+		return dial
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		cn, err := dial(ctx, network, addr)
+		if err == nil && cn != nil {
+			if ra := cn.RemoteAddr(); ra != nil {
+				a := normalAddr(ra.String())
+				d.last.Store(&a)
+			}
+		}
+		return cn, err
+	}
+}
+
+// sentinelName is what votes and errors call a Sentinel member: "sentinel
+// master", followed by the address of the master its client last dialed
+// once it has dialed one.
+func (d *dialedAddr) sentinelName() string {
+	if a := d.last.Load(); a != nil {
+		return "sentinel master " + *a
+	}
+	return "sentinel master"
 }
 
 // noMaintNotifications turns off go-redis's maintenance notifications
