@@ -263,6 +263,17 @@ func addrOf(rdb redis.UniversalClient) string {
 	return ""
 }
 
+// name is what votes and errors call nd (NodeVote.Addr): its address, a
+// Sentinel member's "sentinel master" and the master's address its
+// client last dialed (addrOf gives none: its master moves), or "" for a
+// client of the caller's own type.
+func (nd *node) name() string {
+	if nd.dialed != nil {
+		return nd.dialed.sentinelName()
+	}
+	return nd.addr
+}
+
 // failoverAddr is the address go-redis gives every client of
 // redis.NewFailoverClient in place of its master's, which it asks the
 // sentinels for at each dial.

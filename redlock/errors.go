@@ -93,8 +93,11 @@ const (
 
 // A NodeVote is one node's answer in a quorum round.
 type NodeVote struct {
-	Node    int     // index in the slice given to New
-	Addr    string  // the node's address, when the client exposes one
+	Node int // index in the slice given to New
+	// Addr is the node's address, when the client exposes one; for a
+	// Sentinel failover client, "sentinel master" followed by the address
+	// of the master it last dialed, once it has dialed one.
+	Addr    string
 	Outcome Outcome // Pending, Granted, Refused or Failed
 	Err     error   // why the call failed; nil for grants and refusals
 }
@@ -170,7 +173,7 @@ func quorumError[T any](c *Client, op, key string, sentinel error, t *quorum.Tal
 	e := &QuorumError{Op: op, Key: key, Err: sentinel, Granted: t.Count(quorum.Granted), Need: t.Need,
 		Votes: make([]NodeVote, len(t.Votes))}
 	for i, v := range t.Votes {
-		e.Votes[i] = NodeVote{Node: i, Addr: c.nodes[i].addr, Outcome: v.Outcome, Err: c.explain(i, v.Err)}
+		e.Votes[i] = NodeVote{Node: i, Addr: c.nodes[i].name(), Outcome: v.Outcome, Err: c.explain(i, v.Err)}
 	}
 	return e
 }

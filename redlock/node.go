@@ -17,7 +17,8 @@ type node struct {
 	late    time.Duration         // the late window: how long past its ctx a call's outcome is awaited
 	main    *route                // a plain master's one route (nil on a cluster)
 	shards  *shardRoutes          // a cluster's: one route per primary (nil on a plain master)
-	addr    string                // "" when the client type exposes none
+	addr    string                // "" when the client type exposes none (name says what votes show)
+	dialed  *dialedAddr           // a Sentinel member's last dialed master (nil on others)
 	cluster bool                  // a Redis Cluster: one script touches one hash slot
 	// failover: a Sentinel failover client, whose master may be a promoted
 	// replica: its scripts read the master's owner record (startKeys).
@@ -36,7 +37,10 @@ type node struct {
 func newNode(given redis.UniversalClient, nodeTimeout time.Duration) *node {
 	_, cluster := given.(*redis.ClusterClient)
 	n := &node{rdb: given, late: lateWindow(nodeTimeout), addr: addrOf(given), cluster: cluster, failover: isFailover(given)}
-	if own := ownClient(given, socketBound(nodeTimeout)); own != nil {
+	if n.failover {
+		n.dialed = new(dialedAddr)
+	}
+	if own := ownClient(given, socketBound(nodeTimeout), n.dialed); own != nil {
 		n.rdb, n.own = own, true
 	}
 	if cc, ok := n.rdb.(*redis.ClusterClient); ok && n.own {

@@ -19,6 +19,17 @@ import (
 // ten.
 const ownPoolSize = 2 + autopipe.DefaultMaxOverdue
 
+// ownProtocol is the RESP version of the library's own clients, whatever
+// the caller's: RESP2. Every reply the library reads means the same in
+// both (its scripts return integers, strings, nil and arrays of them, never
+// a Lua boolean; CLUSTER SHARDS is read as maps or as flat lists; INFO,
+// ROLE, TIME, CONFIG GET and HGETALL go through go-redis's readers of
+// both), and RESP2 has no push notifications: go-redis peeks at a RESP3
+// connection for them (a recvfrom system call) before a batch — about six
+// per lock and unlock over five masters, none over RESP2 — and keeps a
+// push processor per client.
+const ownProtocol = 2
+
 // lateWindow is how long after a call's node timeout the library still
 // reads its reply (to undo a late grant) before it drops the connection:
 // four node timeouts, at most autopipe.DefaultLateWindow (250 ms). Every
@@ -39,19 +50,22 @@ func socketBound(nodeTimeout time.Duration) time.Duration {
 
 // ownClient returns the library's own client to the server(s) rdb talks
 // to, built from rdb's options — address, credentials, TLS, Dialer, DB,
-// protocol, OnConnect kept — so that every read is cut at its context's
+// OnConnect kept; RESP2 (ownProtocol) — so that every read is cut at its context's
 // deadline (ContextTimeoutEnabled) and its connection dropped, nothing is
 // retried (a batch re-sent by go-redis could run twice and would hold up
 // the calls behind it), and every dial, read and write is bounded by
 // bound. It returns nil for a client type it cannot rebuild (a caller's
 // own UniversalClient), which the library then uses as it is.
-func ownClient(rdb redis.UniversalClient, bound time.Duration) redis.UniversalClient {
+// A Sentinel failover client's dials are recorded in dialed (nil for any
+// other client): the master it reaches.
+func ownClient(rdb redis.UniversalClient, bound time.Duration, dialed *dialedAddr) redis.UniversalClient {
 	switch r := rdb.(type) {
 	case *redis.Client:
-		return ownServerClient(*r.Options(), bound)
+		return ownDialedClient(*r.Options(), bound, dialed)
 	case *redis.ClusterClient:
 		o := *r.Options()
 		o.MaintNotificationsConfig = noMaintNotifications()
+		o.Protocol = ownProtocol
 		o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = bound, bound, bound, bound
 		o.PoolSize, o.PipelinePoolSize, o.MaxConcurrentDials = ownPoolSize, ownPoolSize, 0
@@ -64,6 +78,7 @@ func ownClient(rdb redis.UniversalClient, bound time.Duration) redis.UniversalCl
 		return redis.NewClusterClient(&o)
 	case *redis.Ring:
 		o := *r.Options()
+		o.Protocol = ownProtocol
 		o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = bound, bound, bound, bound
 		o.PoolSize, o.PipelinePoolSize = ownPoolSize, ownPoolSize
@@ -78,11 +93,18 @@ func ownClient(rdb redis.UniversalClient, bound time.Duration) redis.UniversalCl
 // from o as ownClient says: a plain master given, or one primary of a
 // cluster member (route.go).
 func ownServerClient(o redis.Options, bound time.Duration) *redis.Client {
+	return ownDialedClient(o, bound, nil)
+}
+
+// ownDialedClient is ownServerClient recording every connection it dials
+// in dialed, unless nil.
+func ownDialedClient(o redis.Options, bound time.Duration, dialed *dialedAddr) *redis.Client {
 	o.MaintNotificationsConfig = noMaintNotifications()
 	// Client-side caching would share the caller's cache: the library
 	// reads nothing it could cache.
 	o.ClientSideCache, o.ClientSideCacheConfig = nil, nil
 	o.PushNotificationProcessor = nil // the caller's has its handlers already
+	o.Protocol = ownProtocol
 	o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
 	o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = bound, bound, bound, bound
 	o.PoolSize, o.PipelinePoolSize, o.MaxConcurrentDials = ownPoolSize, ownPoolSize, 0
@@ -90,8 +112,41 @@ func ownServerClient(o redis.Options, bound time.Duration) *redis.Client {
 	if isDefaultDialer(o.Dialer) {
 		o.Dialer = nil // NewClient makes one for o: bounded, TLS included
 	}
-	o.Dialer = boundDialer(o.Dialer, bound)
+	o.Dialer = dialed.wrap(boundDialer(o.Dialer, bound))
 	return redis.NewClient(&o)
+}
+
+// A dialedAddr is the address of the last connection a client dialed,
+// normalized (normalAddr): for a Sentinel member, the master it reaches
+// now, which votes and errors name (node.name).
+type dialedAddr struct{ last atomic.Pointer[string] }
+
+// wrap returns dial recording the remote address of each connection it
+// makes in d; dial itself if d or dial is nil.
+func (d *dialedAddr) wrap(dial func(context.Context, string, string) (net.Conn, error)) func(context.Context, string, string) (net.Conn, error) {
+	if d == nil || dial == nil {
+		return dial
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		cn, err := dial(ctx, network, addr)
+		if err == nil && cn != nil {
+			if ra := cn.RemoteAddr(); ra != nil {
+				a := normalAddr(ra.String())
+				d.last.Store(&a)
+			}
+		}
+		return cn, err
+	}
+}
+
+// sentinelName is what votes and errors call a Sentinel member: "sentinel
+// master", followed by the address of the master its client last dialed
+// once it has dialed one.
+func (d *dialedAddr) sentinelName() string {
+	if a := d.last.Load(); a != nil {
+		return "sentinel master " + *a
+	}
+	return "sentinel master"
 }
 
 // noMaintNotifications turns off go-redis's maintenance notifications

@@ -2,6 +2,8 @@ package redlock_test
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,5 +101,84 @@ func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		h.n.Add(int64(len(cmds)))
 		return next(ctx, cmds)
+	}
+}
+
+// The library's own clients speak RESP2 (no push notifications to peek
+// for), while the caller's client keeps its RESP3: every connection named
+// as the given clients are, but the caller's own, says resp=2 in CLIENT
+// LIST.
+func TestOwnClientsSpeakRESP2(t *testing.T) {
+	l := redislab.Start(t, 3)
+	l.Trust(t, redlock.TrustStart)
+	const name = "resp-probe"
+	cases := []struct {
+		name string
+		make func(addr string) redis.UniversalClient
+	}{
+		{"Client", func(addr string) redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: addr, ClientName: name})
+		}},
+		{"Ring", func(addr string) redis.UniversalClient {
+			return redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"only": addr}, ClientName: name})
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := make([]redis.UniversalClient, len(l.Nodes))
+			for i, addr := range l.Addrs() {
+				nodes[i] = tc.make(addr)
+				t.Cleanup(func() { nodes[i].Close() })
+			}
+			c := newClient(t, nodes)
+			ctx := ctxFor(t, 10*time.Second)
+			if _, err := firstLock(ctx, c, "resp2", time.Now().Add(5*time.Second)); err != nil {
+				t.Fatalf("lock: %v", err)
+			}
+			for _, addr := range l.Addrs() {
+				checkRESP(ctx, t, addr, name)
+			}
+		})
+	}
+}
+
+// checkRESP fails t unless the server at addr has at least one connection
+// named name but the probe's own, each of them speaking RESP2, while the
+// probe's (a caller's client with default options) speaks RESP3.
+func checkRESP(ctx context.Context, t *testing.T, addr, name string) {
+	t.Helper()
+	probe := redis.NewClient(&redis.Options{Addr: addr, ClientName: name})
+	defer probe.Close()
+	conn := probe.Conn()
+	defer conn.Close()
+	id, err := conn.ClientID(ctx).Result()
+	if err != nil {
+		t.Fatalf("%s: CLIENT ID: %v", addr, err)
+	}
+	list, err := conn.ClientList(ctx).Result()
+	if err != nil {
+		t.Fatalf("%s: CLIENT LIST: %v", addr, err)
+	}
+	own := 0
+	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+		f := map[string]string{}
+		for _, kv := range strings.Fields(line) {
+			k, v, _ := strings.Cut(kv, "=")
+			f[k] = v
+		}
+		switch {
+		case f["id"] == strconv.FormatInt(id, 10):
+			if f["resp"] != "3" {
+				t.Errorf("%s: the caller's connection speaks resp=%s, want 3 (untouched)", addr, f["resp"])
+			}
+		case f["name"] == name:
+			own++
+			if f["resp"] != "2" {
+				t.Errorf("%s: a library connection speaks resp=%s, want 2: %s", addr, f["resp"], line)
+			}
+		}
+	}
+	if own == 0 {
+		t.Errorf("%s: no library connection in CLIENT LIST:\n%s", addr, list)
 	}
 }
