@@ -34,6 +34,10 @@ type acquisition struct {
 	decide func(*quorum.Tally[[]int64]) bool
 
 	gr *guardRound // one attempt's records of the TTLs in use (guard.go)
+
+	box      *boxes // values every call repeats, boxed once (callargs.go)
+	holdText string // the hold holdArg boxes (callargs.go)
+	holdArg  any
 }
 
 // newAcquisition checks ctx and keys, applies opts over the Client's
@@ -57,8 +61,18 @@ func (c *Client) newAcquisition(ctx context.Context, keys []string, opts []Optio
 	if !c.begin() {
 		return nil, ErrClosed
 	}
-	return &acquisition{c: c, cfg: cfg, keys: keys, key: strings.Join(keys, ","),
-		kss: newKeysets(cfg.prefix, keys), id: cfg.identity(kind), op: "lock"}, nil
+	a := &acquisition{c: c, cfg: cfg, keys: keys, key: joinKeys(keys),
+		kss: newKeysets(cfg.prefix, keys), id: cfg.identity(kind), op: "lock"}
+	a.box = newBoxes(c, &a.cfg, a.kss, a.id.owner)
+	return a, nil
+}
+
+// joinKeys is keys joined by commas, without an allocation for one key.
+func joinKeys(keys []string) string {
+	if len(keys) == 1 {
+		return keys[0]
+	}
+	return strings.Join(keys, ",")
 }
 
 // withHold returns a copy of a for one attempt, under a hold of its own:
@@ -66,6 +80,7 @@ func (c *Client) newAcquisition(ctx context.Context, keys []string, opts []Optio
 func (a *acquisition) withHold() *acquisition {
 	at := *a
 	at.id.hold = rand.Text()
+	at.holdText, at.holdArg = at.id.hold, at.id.hold
 	at.gr = &guardRound{}
 	return &at
 }
@@ -96,7 +111,7 @@ func (a *acquisition) attempt(ctx context.Context, w *place) (*Lock, time.Durati
 	calls := at.calls(w.ticket)
 	start := cfg.clock.Now()
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[[]int64] {
-		reply, err := at.ask(ctx, n, calls[n])
+		reply, err := at.ask(ctx, n, &calls[n])
 		return at.vote(n, reply, err)
 	})
 	lw.decided(&t)
@@ -187,7 +202,7 @@ func (a *acquisition) ask(ctx context.Context, n int, sc *scriptCall) ([]any, er
 // calls returns each node's acquire.lua call — racquire.lua's for a
 // reader, permit.lua's for a semaphore: with restart detection on, each
 // carries the node's LASTSAVE as this Client last saw it.
-func (a *acquisition) calls(ticket string) []*scriptCall {
+func (a *acquisition) calls(ticket string) []scriptCall {
 	if a.limit > 0 {
 		return a.permitCalls(ticket)
 	}
@@ -195,30 +210,48 @@ func (a *acquisition) calls(ticket string) []*scriptCall {
 	if a.id.kind == reader {
 		s = racquireScript
 	}
-	cfg := &a.cfg
-	args := commonArgs(0, a.id.owner, a.id.hold, cfg.ttl, cfg.retention, ticket, cfg.queueLease())
-	return a.perNode(newScriptCall(s, a.kss.scriptKeys(5), args...))
+	pre := a.holderArgs(true, ticket)
+	return a.perNode(a.newCall(s, 5, &pre, 0))
 }
 
 // perNode returns an attempt's call base for each node: with restart
 // detection on, base's last argument becomes the node's LASTSAVE as this
 // Client last saw it, and the start records of the attempt's slot are
-// declared.
-func (a *acquisition) perNode(base *scriptCall) []*scriptCall {
-	calls := make([]*scriptCall, len(a.c.nodes))
+// declared. The calls and their arguments share two allocations.
+func (a *acquisition) perNode(base *scriptCall) []scriptCall {
+	calls := make([]scriptCall, len(a.c.nodes))
+	if !a.cfg.detectRestarts() {
+		for n := range calls {
+			calls[n] = *base
+		}
+		return calls
+	}
 	// Under the default guard, while a node is young every node reports the
 	// TTL record of the keys ("+"): the young node's grant counts by them.
 	record := ""
 	if a.cfg.defaultGuard() && a.c.anyYoung(a.cfg.ttl, a.cfg.clock.Now()) {
 		record = "+"
 	}
+	lock := a.kss[0].Lock
+	per := len(base.evalsha) + 2 // room for two start records
+	buf := make([]any, per*len(calls))
 	for n, node := range a.c.nodes {
-		calls[n] = base
-		if a.cfg.detectRestarts() {
-			calls[n] = base.withStart(record+node.lastSaved(), node.startKeys(a.kss[0].Lock))
-		}
+		start := node.startArgs(lock)
+		node.withStartCall(&calls[n], base, buf[n*per:n*per:(n+1)*per], record, start)
 	}
 	return calls
+}
+
+// withStartCall writes into sc base with node's restart argument (record
+// before it) and its start records start, its arguments in buf.
+func (nd *node) withStartCall(sc, base *scriptCall, buf []any, record string, start []any) {
+	var last any
+	if record == "" {
+		last = nd.restartArg(nd.lastSaved())
+	} else {
+		last = record + nd.lastSaved()
+	}
+	base.withStart(sc, buf, last, start)
 }
 
 // vote reads node n's reply to a's call: a grant's value is the token of

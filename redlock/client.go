@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,6 +20,8 @@ import (
 type Client struct {
 	nodes []*node
 	cfg   config
+	// durArgs are cfg's durations boxed for the scripts (callargs.go).
+	durArgs atomic.Pointer[durationArgs]
 
 	bell     bell
 	renewals renewer

@@ -1,0 +1,172 @@
+package redlock
+
+import (
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// Converting a string, or an integer past 255, to any allocates. The
+// values every call of an acquisition repeats — its owner and hold, its
+// durations, the names of its keys — are converted once (boxes), and each
+// call's arguments are built from them: one slice per call, not one
+// allocation per argument.
+
+// boxes are an acquisition's values converted to any once, shared by
+// every attempt and every call of the Lock it wins: the names of the keys
+// kss and the prelude's values.
+type boxes struct {
+	kss      keysets       // the keys names holds, to tell a semaphore's permit apart
+	names    [][6]any      // per key of kss: Lock, Fence, Queue, Leases, Readers, Channel
+	owner    string        // the acquisition's owner,
+	ownerArg any           // boxed
+	dur      *durationArgs // its TTL, retention and queue lease
+}
+
+// durationArgs are the prelude's durations in milliseconds, boxed.
+type durationArgs struct {
+	ttl, retention, queueLease  time.Duration
+	ttlMs, retentionMs, queueMs any
+}
+
+func newDurationArgs(cfg *config) *durationArgs {
+	ttl, ret, q := cfg.ttl, cfg.retention, cfg.queueLease()
+	return &durationArgs{ttl: ttl, retention: ret, queueLease: q,
+		ttlMs: ttl.Milliseconds(), retentionMs: ret.Milliseconds(), queueMs: q.Milliseconds()}
+}
+
+// durations returns cfg's durations boxed: the Client's own when cfg has
+// the Client's values, as it has unless options were given.
+func (c *Client) durations(cfg *config) *durationArgs {
+	d := c.durArgs.Load()
+	if d == nil || d.ttl != cfg.ttl || d.retention != cfg.retention || d.queueLease != cfg.queueLease() {
+		d = newDurationArgs(cfg)
+		if cfg.ttl == c.cfg.ttl && cfg.retention == c.cfg.retention && cfg.queueLease() == c.cfg.queueLease() {
+			c.durArgs.Store(d)
+		}
+	}
+	return d
+}
+
+func newBoxes(c *Client, cfg *config, kss keysets, owner string) *boxes {
+	b := &boxes{kss: kss, names: make([][6]any, len(kss)), owner: owner, ownerArg: owner, dur: c.durations(cfg)}
+	for i, k := range kss {
+		b.names[i] = [6]any{k.Lock, k.Fence, k.Queue, k.Leases, k.Readers, k.Channel}
+	}
+	return b
+}
+
+// keyNames returns the boxed names of a's keys, or nil when a acts on
+// other keys than its boxes were made for (a semaphore's won permit).
+func (a *acquisition) keyNames() [][6]any {
+	b := a.box
+	if b == nil || len(b.kss) != len(a.kss) || len(a.kss) == 0 || unsafe.SliceData(b.kss) != unsafe.SliceData(a.kss) {
+		return nil
+	}
+	return b.names
+}
+
+// holderArgs returns the prelude's arguments (commonArgs) of a call by a's
+// holder: its owner and hold and the fencing retention, and with lease
+// its TTL, ticket and queue lease too (zero values otherwise).
+func (a *acquisition) holderArgs(lease bool, ticket string) [argsCommon]any {
+	if a.box == nil {
+		var p [argsCommon]any
+		ttl, q := time.Duration(0), time.Duration(0)
+		if lease {
+			ttl, q = a.cfg.ttl, a.cfg.queueLease()
+		}
+		copy(p[:], commonArgs(0, a.id.owner, a.id.hold, ttl, a.cfg.retention, ticket, q))
+		return p
+	}
+	d, cfg := a.box.dur, &a.cfg
+	if d.ttl != cfg.ttl || d.retention != cfg.retention || d.queueLease != cfg.queueLease() {
+		d = newDurationArgs(cfg)
+	}
+	// The boxes serve while they are of a's identity (a Campaign gives
+	// its acquisition an owner of its own).
+	owner, hold := a.box.ownerArg, a.holdArg
+	if a.box.owner != a.id.owner {
+		owner = a.id.owner
+	}
+	if hold == nil || a.holdText != a.id.hold {
+		hold = a.id.hold
+	}
+	p := [argsCommon]any{argOwner: owner, argHold: hold, argTTL: int64(0), argRetention: d.retentionMs,
+		argRestart: "", argTicket: "", argQueueLease: int64(0)}
+	if lease {
+		p[argTTL], p[argQueueLease] = d.ttlMs, d.queueMs
+		if ticket != "" {
+			p[argTicket] = ticket
+		}
+	}
+	return p
+}
+
+// newCall returns script s's call on a's keys — the first per names of
+// each, as scriptKeys — with the prelude's arguments pre, and room for
+// extra arguments more (appended by the caller to sc.evalsha).
+func (a *acquisition) newCall(s *script, per int, pre *[argsCommon]any, extra int) *scriptCall {
+	names := a.keyNames()
+	if names == nil {
+		return newScriptCall(s, a.kss.scriptKeys(per), pre[:]...)
+	}
+	n := per * len(names)
+	args := make([]any, 0, 3+n+argsCommon+extra)
+	args = append(args, "evalsha", shaArg(s), n)
+	for i := range names {
+		args = append(args, names[i][:per]...)
+	}
+	return &scriptCall{s: s, evalsha: append(args, pre[:]...)}
+}
+
+// shaArgs are each script's SHA1, boxed once.
+var shaArgs sync.Map // *script → any
+
+func shaArg(s *script) any {
+	if v, ok := shaArgs.Load(s); ok {
+		return v
+	}
+	v, _ := shaArgs.LoadOrStore(s, any(s.sha))
+	return v
+}
+
+// savedArg is a node's restart argument (prelude.lua: restart) boxed, kept
+// while it is unchanged.
+type savedArg struct {
+	text string
+	box  any
+}
+
+// restartArg returns text boxed, reusing the box of the last call while
+// text is the same.
+func (nd *node) restartArg(text string) any {
+	if p := nd.saved.Load(); p != nil && p.text == text {
+		return p.box
+	}
+	p := &savedArg{text: text, box: text}
+	nd.saved.Store(p)
+	return p.box
+}
+
+// startArgs returns node.startKeys(lock) boxed: those of a plain master or
+// a Sentinel member are the same for every lock, boxed once.
+func (nd *node) startArgs(lock string) []any {
+	switch {
+	case nd.failover:
+		return failoverStartArgs
+	case !nd.cluster:
+		return plainStartArgs
+	}
+	keys := nd.startKeys(lock)
+	out := make([]any, len(keys))
+	for i, k := range keys {
+		out[i] = k
+	}
+	return out
+}
+
+var (
+	plainStartArgs    = []any{TrustKey}
+	failoverStartArgs = []any{TrustKey, masterOwnerKey}
+)
