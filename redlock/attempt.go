@@ -61,9 +61,9 @@ func (c *Client) newAcquisition(ctx context.Context, keys []string, opts []Optio
 	if !c.begin() {
 		return nil, ErrClosed
 	}
-	a := &acquisition{c: c, cfg: cfg, keys: keys, key: joinKeys(keys),
-		kss: newKeysets(cfg.prefix, keys), id: cfg.identity(kind), op: "lock"}
-	a.box = newBoxes(c, &a.cfg, a.kss, a.id.owner)
+	kss, names := c.keys.keysOf(cfg.prefix, keys)
+	a := &acquisition{c: c, cfg: cfg, keys: keys, key: joinKeys(keys), kss: kss, id: cfg.identity(kind), op: "lock"}
+	a.box = newBoxes(c, &a.cfg, kss, names, a.id.owner)
 	return a, nil
 }
 
@@ -78,11 +78,15 @@ func joinKeys(keys []string) string {
 // withHold returns a copy of a for one attempt, under a hold of its own:
 // undoing one attempt never undoes the next.
 func (a *acquisition) withHold() *acquisition {
-	at := *a
+	both := &struct { // one allocation for the two
+		at acquisition
+		gr guardRound
+	}{at: *a}
+	at := &both.at
 	at.id.hold = rand.Text()
 	at.holdText, at.holdArg = at.id.hold, at.id.hold
-	at.gr = &guardRound{}
-	return &at
+	at.gr = &both.gr
+	return at
 }
 
 // forKeys returns a copy of a for the keys kss: a semaphore's attempt, once

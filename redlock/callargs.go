@@ -48,12 +48,60 @@ func (c *Client) durations(cfg *config) *durationArgs {
 	return d
 }
 
-func newBoxes(c *Client, cfg *config, kss keysets, owner string) *boxes {
-	b := &boxes{kss: kss, names: make([][6]any, len(kss)), owner: owner, ownerArg: owner, dur: c.durations(cfg)}
+func newBoxes(c *Client, cfg *config, kss keysets, names [][6]any, owner string) *boxes {
+	return &boxes{kss: kss, names: names, owner: owner, ownerArg: owner, dur: c.durations(cfg)}
+}
+
+// boxNames returns the names of kss boxed, in scriptKeys' order then the
+// channel.
+func boxNames(kss keysets) [][6]any {
+	names := make([][6]any, len(kss))
 	for i, k := range kss {
-		b.names[i] = [6]any{k.Lock, k.Fence, k.Queue, k.Leases, k.Readers, k.Channel}
+		names[i] = [6]any{k.Lock, k.Fence, k.Queue, k.Leases, k.Readers, k.Channel}
 	}
-	return b
+	return names
+}
+
+// A keyCache keeps the names of the keys a Client locked last, and their
+// boxes: a key locked again and again (a job's, a hot row's) costs them
+// once. Entries are shared read-only. When full it starts over: a bound on
+// memory, not a recency order.
+type keyCache struct {
+	mu sync.RWMutex
+	m  map[[2]string]keyEntry // by prefix and key
+}
+
+type keyEntry struct {
+	kss   keysets
+	names [][6]any
+}
+
+// keyCacheSize bounds a Client's cache: about 400 bytes an entry.
+const keyCacheSize = 1024
+
+// keysOf returns the names of keys under prefix and their boxes; those of
+// one key come from the cache.
+func (kc *keyCache) keysOf(prefix string, keys []string) (keysets, [][6]any) {
+	if len(keys) != 1 {
+		kss := newKeysets(prefix, keys)
+		return kss, boxNames(kss)
+	}
+	id := [2]string{prefix, keys[0]}
+	kc.mu.RLock()
+	e, ok := kc.m[id]
+	kc.mu.RUnlock()
+	if ok {
+		return e.kss, e.names
+	}
+	kss := newKeysets(prefix, keys)
+	e = keyEntry{kss: kss, names: boxNames(kss)}
+	kc.mu.Lock()
+	if kc.m == nil || len(kc.m) >= keyCacheSize {
+		kc.m = make(map[[2]string]keyEntry, 64)
+	}
+	kc.m[id] = e
+	kc.mu.Unlock()
+	return e.kss, e.names
 }
 
 // keyNames returns the boxed names of a's keys, or nil when a acts on
@@ -64,6 +112,14 @@ func (a *acquisition) keyNames() [][6]any {
 		return nil
 	}
 	return b.names
+}
+
+// channelArg returns the channel of a's key i, boxed.
+func (a *acquisition) channelArg(i int) any {
+	if names := a.keyNames(); names != nil {
+		return names[i][5]
+	}
+	return a.kss[i].Channel
 }
 
 // holderArgs returns the prelude's arguments (commonArgs) of a call by a's

@@ -22,6 +22,7 @@ type Client struct {
 	cfg   config
 	// durArgs are cfg's durations boxed for the scripts (callargs.go).
 	durArgs atomic.Pointer[durationArgs]
+	keys    keyCache // names of keys recently locked, boxed (callargs.go)
 
 	bell     bell
 	renewals renewer

@@ -90,7 +90,7 @@ func (a *acquisition) releaseCall(kind releaseKind, tokens []int64) *scriptCall 
 	if id.kind == reader {
 		return a.rreleaseCall(kind, tokens)
 	}
-	mode, announce := "0", ""
+	var mode, announce any = "0", "" // boxed as constants: no allocation
 	switch kind {
 	case unlockLock:
 		mode, announce = "1", "1"
@@ -107,8 +107,8 @@ func (a *acquisition) releaseCall(kind releaseKind, tokens []int64) *scriptCall 
 		}
 		args = append(args, token)
 	}
-	for _, k := range kss {
-		args = append(args, k.Channel)
+	for i := range kss {
+		args = append(args, a.channelArg(i))
 	}
 	sc.evalsha = args
 	return sc
