@@ -112,11 +112,12 @@ func (a *acquisition) attempt(ctx context.Context, w *place) (*Lock, time.Durati
 		at.late(ctx, n, v, l, w)
 	}
 	lw := watchLate(r, reportLate[[]int64](ctx, at, a.op))
-	calls := at.calls(w.ticket)
+	calls, per := at.calls(w.ticket), at.valuesPerVote()
+	values := make([]int64, per*len(calls)) // each node's vote's, one allocation
 	start := cfg.clock.Now()
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[[]int64] {
 		reply, err := at.ask(ctx, n, &calls[n])
-		return at.vote(n, reply, err)
+		return at.voteInto(values[n*per:n*per:(n+1)*per], n, reply, err)
 	})
 	lw.decided(&t)
 	at.resolveGuard(&t)
@@ -218,56 +219,29 @@ func (a *acquisition) calls(ticket string) []scriptCall {
 	return a.perNode(a.newCall(s, 5, &pre, 0))
 }
 
-// perNode returns an attempt's call base for each node: with restart
-// detection on, base's last argument becomes the node's LASTSAVE as this
-// Client last saw it, and the start records of the attempt's slot are
-// declared. The calls and their arguments share two allocations.
-func (a *acquisition) perNode(base *scriptCall) []scriptCall {
-	calls := make([]scriptCall, len(a.c.nodes))
-	if !a.cfg.detectRestarts() {
-		for n := range calls {
-			calls[n] = *base
-		}
-		return calls
-	}
-	// Under the default guard, while a node is young every node reports the
-	// TTL record of the keys ("+"): the young node's grant counts by them.
-	record := ""
-	if a.cfg.defaultGuard() && a.c.anyYoung(a.cfg.ttl, a.cfg.clock.Now()) {
-		record = "+"
-	}
-	lock := a.kss[0].Lock
-	per := len(base.evalsha) + 2 // room for two start records
-	buf := make([]any, per*len(calls))
-	for n, node := range a.c.nodes {
-		start := node.startArgs(lock)
-		node.withStartCall(&calls[n], base, buf[n*per:n*per:(n+1)*per], record, start)
-	}
-	return calls
-}
-
-// withStartCall writes into sc base with node's restart argument (record
-// before it) and its start records start, its arguments in buf.
-func (nd *node) withStartCall(sc, base *scriptCall, buf []any, record string, start []any) {
-	var last any
-	if record == "" {
-		last = nd.restartArg(nd.lastSaved())
-	} else {
-		last = record + nd.lastSaved()
-	}
-	base.withStart(sc, buf, last, start)
-}
-
 // vote reads node n's reply to a's call: a grant's value is the token of
 // each key (a semaphore's, the token and the permit); a refusal's, the
 // holder's remaining lease.
 func (a *acquisition) vote(n int, reply []any, err error) quorum.Vote[[]int64] {
-	keys := len(a.kss)
+	return a.voteInto(nil, n, reply, err)
+}
+
+// valuesPerVote is how many values a vote of a's carries: a token per key,
+// or a semaphore's token and permit.
+func (a *acquisition) valuesPerVote() int {
+	if a.limit > 0 {
+		return 2
+	}
+	return len(a.kss)
+}
+
+// voteInto is vote, its value written into into when it has room.
+func (a *acquisition) voteInto(into []int64, n int, reply []any, err error) quorum.Vote[[]int64] {
+	keys := a.valuesPerVote()
 	if a.limit > 0 {
 		if v, ok := limitVote(reply, err); ok {
 			return v
 		}
-		keys = 2
 	}
 	a.c.nodes[n].cause.record(err)
 	if err != nil {
@@ -276,7 +250,10 @@ func (a *acquisition) vote(n int, reply []any, err error) quorum.Vote[[]int64] {
 	granted, ok1 := replyInt(reply, 0)
 	first, ok := replyInt(reply, 1)
 	ok = ok && ok1
-	values := append(make([]int64, 0, keys), first)
+	if cap(into) < keys {
+		into = make([]int64, 0, keys)
+	}
+	values := append(into[:0], first)
 	for i := 1; ok && granted == 1 && i < keys; i++ {
 		var v int64
 		v, ok = replyInt(reply, 1+i)

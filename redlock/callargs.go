@@ -226,3 +226,43 @@ var (
 	plainStartArgs    = []any{TrustKey}
 	failoverStartArgs = []any{TrustKey, masterOwnerKey}
 )
+
+// perNode returns an attempt's call base for each node: with restart
+// detection on, base's last argument becomes the node's LASTSAVE as this
+// Client last saw it, and the start records of the attempt's slot are
+// declared. The calls and their arguments share two allocations.
+func (a *acquisition) perNode(base *scriptCall) []scriptCall {
+	calls := make([]scriptCall, len(a.c.nodes))
+	if !a.cfg.detectRestarts() {
+		for n := range calls {
+			calls[n] = *base
+		}
+		return calls
+	}
+	// Under the default guard, while a node is young every node reports the
+	// TTL record of the keys ("+"): the young node's grant counts by them.
+	record := ""
+	if a.cfg.defaultGuard() && a.c.anyYoung(a.cfg.ttl, a.cfg.clock.Now()) {
+		record = "+"
+	}
+	lock := a.kss[0].Lock
+	per := len(base.evalsha) + 2 // room for two start records
+	buf := make([]any, per*len(calls))
+	for n, node := range a.c.nodes {
+		start := node.startArgs(lock)
+		node.withStartCall(&calls[n], base, buf[n*per:n*per:(n+1)*per], record, start)
+	}
+	return calls
+}
+
+// withStartCall writes into sc base with node's restart argument (record
+// before it) and its start records start, its arguments in buf.
+func (nd *node) withStartCall(sc, base *scriptCall, buf []any, record string, start []any) {
+	var last any
+	if record == "" {
+		last = nd.restartArg(nd.lastSaved())
+	} else {
+		last = record + nd.lastSaved()
+	}
+	base.withStart(sc, buf, last, start)
+}
