@@ -85,11 +85,30 @@ func (a *acquisition) waitInLine(ctx context.Context) (*Lock, error) {
 	return l, err
 }
 
+// refusedByMajority reports whether err, a failed attempt's, was refused
+// by a majority of the nodes: the key is held, or others wait ahead, on
+// most of them, and its release or their departure will be announced. An
+// attempt that failed otherwise — grants split among waiters, undone
+// without a word — is retried on the backoff.
+func refusedByMajority(err error) bool {
+	var qe *QuorumError
+	if !errors.As(err, &qe) {
+		return false
+	}
+	n := 0
+	for _, v := range qe.Votes {
+		if v.Outcome == Refused {
+			n++
+		}
+	}
+	return n >= qe.Need
+}
+
 // retry makes attempts, in line, until one succeeds or ctx ends; between
 // attempts it sleeps a backoff, shortened to the holder's remaining lease,
 // or until a release is announced on its line's channels (line). Once the
 // bell is known to hear those announcements (bell.hears) since before an
-// attempt, a refusal of that attempt needs no quick retry — the release
+// attempt, a majority's refusal of that attempt needs no quick retry — the release
 // wakes the waiter it names, and the others wait for theirs: the backoff
 // is then at least the longest retry delay, the fallback for a lost
 // wake-up.
@@ -125,7 +144,7 @@ func (a *acquisition) retry(ctx context.Context) (*Lock, error) {
 			listen()
 		}
 		delay := b.NextBackOff()
-		if heard {
+		if heard && refusedByMajority(err) {
 			delay = max(delay, cfg.retryMax)
 		}
 		if hint > 0 && hint < delay {

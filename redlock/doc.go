@@ -499,9 +499,9 @@
 // shortened to the holder's remaining lease — brings it back. Once the
 // servers have confirmed the subscription to its key's channel on a
 // majority of the nodes (a release reaches a majority, so one of them
-// announces it), a refused waiter does not poll: it sleeps that maximum
-// (or the holder's remaining lease) unless woken, and a Lock whose Client
-// already listens on the key joins before its first attempt.
+// announces it), a waiter a majority refused does not poll: it sleeps
+// that maximum (or the holder's remaining lease) unless woken, and a Lock
+// whose Client already listens on the key joins before its first attempt.
 //
 // The cost of order: a contended attempt also refreshes the waiter's place
 // (two sorted-set writes), and while anyone waits, TryLock is refused even on
