@@ -99,3 +99,29 @@ func evalshaCalls(t *testing.T, ctx context.Context, node redis.UniversalClient)
 	n, _ := strconv.Atoi(m[1])
 	return n
 }
+
+// Only a majority's refusals let a heard waiter sleep long: grants split
+// among waiters are undone without an announcement, and nobody would
+// wake it.
+func TestRefusedByMajority(t *testing.T) {
+	votes := func(os ...Outcome) *QuorumError {
+		qe := &QuorumError{Op: "lock", Key: "k", Err: ErrNotObtained, Need: len(os)/2 + 1}
+		for i, o := range os {
+			qe.Votes = append(qe.Votes, NodeVote{Node: i, Outcome: o})
+		}
+		return qe
+	}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{votes(Refused, Refused, Refused, Granted, Failed), true},
+		{votes(Refused, Refused, Granted, Granted, Failed), false},
+		{votes(Granted, Granted, Refused, Refused, Granted), false},
+		{ErrNotObtained, false},
+	} {
+		if got := refusedByMajority(tc.err); got != tc.want {
+			t.Errorf("refusedByMajority(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
