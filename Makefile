@@ -41,10 +41,13 @@ unit: deps
 deps:
 	@./scripts/deps.sh
 
-# gofmt, then per module: go.mod tidy, go vet and staticcheck; and go.work
-# names every module.
+# gofmt; the docs' checks (scripts/doclen -check: package docs within their
+# bounds, no exported comment pointing at the package doc, every name of
+# docs/ARCHITECTURE.md existing); then per module: go.mod tidy, go vet and
+# staticcheck; and go.work names every module.
 vet: $(STATICCHECK)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
+	@GOWORK=off $(GO) run ./scripts/doclen -check
 	@for m in $(MODULES); do grep -qE "^[[:space:]]*(use[[:space:]]+)?$$m\$$" go.work || { echo "go.work: module $$m missing (go work use $$m)"; exit 1; }; done
 	@status=0; for m in $(MODULES); do \
 		echo "== vet $$m"; \

@@ -39,9 +39,11 @@ var (
 // The five masters of the lab, as in DESIGN.md.
 const labNodes = 5
 
-// Case (b) and (c) concurrency, from issue 5.
+// Case (b) and (c) concurrency, from issue 5; (b) at 64 workers from issue
+// 26, where only batching per master gets past the floor.
 const (
 	distinctWorkers = 16
+	manyWorkers     = 64
 	oneKeyWorkers   = 8
 )
 
@@ -70,6 +72,7 @@ func TestSideBySide(t *testing.T) {
 	}
 	if strings.Contains(*flagCases, "b") {
 		rows = append(rows, m.uncontended("(b) 16 workers, distinct keys", distinctWorkers, subjects)...)
+		rows = append(rows, m.uncontended("(b) 64 workers, distinct keys", manyWorkers, subjects)...)
 	}
 	if strings.Contains(*flagCases, "c") {
 		rows = append(rows, m.oneKey("(c) 8 workers, one key", oneKeyWorkers, subjects)...)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,9 +47,9 @@ var (
 )
 
 // libraryScripts returns the library's scripts by SHA1, read from
-// ../redlock as the library embeds them (start.lua, line.lua and lease.lua
-// precede acquire.lua, racquire.lua, permit.lua and extend.lua; lease.lua
-// precedes release.lua and rrelease.lua: redlock/scripts.go).
+// ../redlock as the library embeds them: each script file headed by the
+// paragraphs of prelude.lua it uses, directly or through another, in the
+// prelude's order (redlock/prelude.go, preludeFor).
 func libraryScripts(t testing.TB) (bySHA map[string]string, src map[string]string) {
 	t.Helper()
 	read := func(name string) string {
@@ -58,24 +59,68 @@ func libraryScripts(t testing.TB) (bySHA map[string]string, src map[string]strin
 		}
 		return string(b)
 	}
-	lease := read("lease")
-	prelude := read("start") + read("line") + lease
-	src = map[string]string{
-		"acquire":  prelude + read("acquire"),
-		"racquire": prelude + read("racquire"),
-		"permit":   prelude + read("permit"),
-		"extend":   prelude + read("extend"),
-		"release":  lease + read("release"),
-		"rrelease": lease + read("rrelease"),
-		"fence":    read("fence"),
-		"leave":    read("leave"),
-	}
+	prelude := read("prelude")
+	src = map[string]string{}
 	bySHA = map[string]string{}
-	for name, s := range src {
+	for _, name := range []string{"acquire", "racquire", "permit", "extend", "release", "rrelease", "fence", "leave", "lead", "leader"} {
+		body := read(name)
+		s := preludeFor(prelude, body) + body
+		src[name] = s
 		sum := sha1.Sum([]byte(s))
 		bySHA[hex.EncodeToString(sum[:])] = name
 	}
 	return bySHA, src
+}
+
+// preludeFor returns the paragraphs of prelude that body uses, directly or
+// through the paragraphs it uses, in the prelude's order: what
+// redlock/prelude.go heads a script with.
+func preludeFor(prelude, body string) string {
+	declared := regexp.MustCompile(`(?m)^local (?:function (\w+)|([\w, ]+?)\s*(?:=|$))`)
+	comment := regexp.MustCompile(`--.*`)
+	type part struct {
+		text  string
+		names []string
+	}
+	var parts []part
+	for _, para := range strings.SplitAfter(prelude, "\n\n") {
+		p := part{text: para}
+		for _, m := range declared.FindAllStringSubmatch(para, -1) {
+			for _, n := range strings.Split(m[1]+m[2], ",") {
+				if n = strings.TrimSpace(n); n != "" {
+					p.names = append(p.names, n)
+				}
+			}
+		}
+		if len(p.names) > 0 {
+			parts = append(parts, p)
+		}
+	}
+	used := make([]bool, len(parts))
+	code := []string{comment.ReplaceAllString(body, "")}
+	for len(code) > 0 {
+		c := code[len(code)-1]
+		code = code[:len(code)-1]
+		for i, p := range parts {
+			if used[i] {
+				continue
+			}
+			for _, n := range p.names {
+				if regexp.MustCompile(`\b` + n + `\b`).MatchString(c) {
+					used[i] = true
+					code = append(code, comment.ReplaceAllString(p.text, ""))
+					break
+				}
+			}
+		}
+	}
+	var b strings.Builder
+	for i, p := range parts {
+		if used[i] {
+			b.WriteString(p.text)
+		}
+	}
+	return b.String()
 }
 
 // A costStat is what the servers report of one phase, summed over nodes.

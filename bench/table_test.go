@@ -187,14 +187,17 @@ func printCommandMix(w io.Writer, rows []row) {
 // printTargets states each target of issue 10 (which tightened issue 5's)
 // against this run, for both quorumlock configurations.
 func printTargets(w io.Writer, rows []row) {
-	fmt.Fprintln(w, "\nissue 10 targets, this run:")
+	fmt.Fprintln(w, "\nissue 26 targets, this run:")
 	for _, ql := range []string{nameQLNoRenew, nameQL} {
-		target(w, ql, "1 worker ≥ 0.95× floor cycles/s", rateRatio(rows, "(a)", ql, nameFloor), 0.95, true)
-		target(w, ql, "16 workers ≥ 1.20× floor cycles/s", rateRatio(rows, "(b)", ql, nameFloor), 1.20, true)
-		target(w, ql, "16 workers ≥ 1.40× redsync cycles/s", rateRatio(rows, "(b)", ql, nameRedsync), 1.40, true)
+		target(w, ql, "1 worker ≥ 0.9× floor cycles/s", rateRatio(rows, "(a)", ql, nameFloor), 0.9, true)
+		target(w, ql, "1 worker ≥ 1.1× redsync cycles/s", rateRatio(rows, "(a)", ql, nameRedsync), 1.1, true)
+		target(w, ql, "16 workers ≥ 1.5× floor cycles/s", rateRatio(rows, "(b) 16", ql, nameFloor), 1.5, true)
+		target(w, ql, "16 workers ≥ 1.6× redsync cycles/s", rateRatio(rows, "(b) 16", ql, nameRedsync), 1.6, true)
+		target(w, ql, "64 workers ≥ 2× floor cycles/s", rateRatio(rows, "(b) 64", ql, nameFloor), 2, true)
 		if r := find(rows, "(c)", ql); r != nil {
 			lo, hi := r.o.spread()
 			target(w, ql, "one key: min/max acquisitions ≥ 0.90", fairness(lo, hi), 0.90, true)
+			target(w, ql, "one key: ≥ 0.6× redsync cycles/s", rateRatio(rows, "(c)", ql, nameRedsync), 0.6, true)
 			target(w, ql, fmt.Sprintf("one key: p99 wait ≤ %v (before)", *flagP99Before),
 				r.o.quantile(0.99).Seconds()*1000, float64(*flagP99Before)/float64(time.Millisecond), false)
 		}
@@ -202,9 +205,18 @@ func printTargets(w io.Writer, rows []row) {
 		if slow != nil && base != nil && *flagSlow != 0 {
 			target(w, ql, "one master slow: p50 ≤ 1.20× healthy p50", quot(slow.o.quantile(0.5), base.o.quantile(0.5)), 1.20, false)
 		}
-		q, rs := find(rows, "(a)", ql), find(rows, "(a)", nameRedsync)
+		q, rs, fl := find(rows, "(a)", ql), find(rows, "(a)", nameRedsync), find(rows, "(a)", nameFloor)
 		if q != nil && rs != nil && q.hasAllocs && rs.hasAllocs {
 			target(w, ql, "allocs/cycle ≤ redsync's", float64(q.allocs)/float64(rs.allocs), 1, false)
+		}
+		if q != nil && fl != nil && fl.o.server.cpu > 0 {
+			target(w, ql, "servers µs/cycle ≤ 2× floor's", quot(q.o.perCycle(q.o.server.cpu), fl.o.perCycle(fl.o.server.cpu)), 2, false)
+		}
+	}
+	// The watchdog on by default: ≤ 10 % slower than off, at any concurrency.
+	for _, cas := range []string{"(a)", "(b) 16", "(b) 64"} {
+		if r := rateRatio(rows, cas, nameQL, nameQLNoRenew); r > 0 {
+			target(w, nameQL, cas+" watchdog on ≥ 0.9× off", r, 0.9, true)
 		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // closeBound is how long a Client's Close may take whatever the masters do
-// (the package doc's bound: one node timeout plus its late window, then the
+// (Client.Close's bound: one node timeout plus its late window, then the
 // connections are dropped), with room for a loaded machine.
 const closeBound = time.Second
 

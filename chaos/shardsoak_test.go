@@ -27,7 +27,7 @@ const (
 
 // takeoverEnv, set to 0, leaves out the replicas and the fault of a stale
 // replica promoted by TAKEOVER (which the library survives since a server
-// counts for a slot from when it took it over: redlock/doc.go, "Failovers
+// counts for a slot from when it took it over: docs/SHARDS.md, "Failovers
 // and moved slots"): half the servers, for a lighter run.
 const takeoverEnv = "SOAK_TAKEOVER"
 

@@ -33,7 +33,8 @@ func (f *Fake) Now() time.Time {
 func (f *Fake) Since(t time.Time) time.Duration { return f.Now().Sub(t) }
 
 // NewTimer returns a timer that delivers on its channel once the fake time
-// reaches Now()+d.
+// reaches Now()+d; d ≤ 0 delivers at once, as package time does. A reading
+// not taken is not queued twice (a channel of one).
 func (f *Fake) NewTimer(d time.Duration) Timer {
 	t := &fakeTimer{clock: f, ch: make(chan time.Time, 1)}
 	t.Reset(d)
@@ -41,7 +42,7 @@ func (f *Fake) NewTimer(d time.Duration) Timer {
 }
 
 // AfterFunc returns a timer that calls fn in its own goroutine once the fake
-// time reaches Now()+d.
+// time reaches Now()+d; d ≤ 0 calls it at once, as package time does.
 func (f *Fake) AfterFunc(d time.Duration, fn func()) Timer {
 	t := &fakeTimer{clock: f, fn: fn}
 	t.Reset(d)
@@ -49,7 +50,8 @@ func (f *Fake) AfterFunc(d time.Duration, fn func()) Timer {
 }
 
 // Advance moves the fake time forward by d and fires every timer that is then
-// due, earliest first.
+// due, earliest first, before it returns (AfterFunc's functions start on
+// their own goroutines). A negative d moves the time back and fires nothing.
 func (f *Fake) Advance(d time.Duration) {
 	f.mu.Lock()
 	f.now = f.now.Add(d)

@@ -34,7 +34,8 @@ const (
 )
 
 // A Record is one line of a history file: a JSON object whose "type" says
-// which of the other fields it uses (see the package doc for each). Times
+// which of the other fields it uses (the Type constants name them); fields
+// a type does not use are left out, unknown ones ignored by Read. Times
 // are wall-clock instants (RFC 3339 with nanoseconds in JSON); the report
 // draws them as offsets from the run's start.
 type Record struct {

@@ -46,7 +46,9 @@ type answer[T any] struct {
 // still running are then Failed with ErrTimeout), or when ctx ends (they are
 // then Failed with ctx.Err()). An answer that came before Run stopped
 // waiting is counted, even one read only then. Votes of calls still running when Run returns
-// are Pending in the tally and go to Late.
+// are Pending in the tally and go to Late. With Nodes 0 it calls nothing
+// and returns a lost tally; a Timeout ≤ 0 gives every call an ended ctx. A
+// nil ctx panics, as context.WithTimeout does.
 func (r *Round[T]) Run(ctx context.Context, call Call[T]) Tally[T] {
 	t := Tally[T]{Votes: make([]Vote[T], r.Nodes), Need: r.Need}
 	if t.Need == 0 {

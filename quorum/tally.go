@@ -55,7 +55,9 @@ type Vote[T any] struct {
 	Err     error // why a Failed vote failed; may also explain a refusal
 }
 
-// Majority returns the smallest number of nodes that is more than half of n.
+// Majority returns the smallest number of nodes that is more than half of n:
+// n/2+1 (2 of 3, 3 of 4 or 5). For n = 0 it is 1, so a round of no node is
+// never won.
 func Majority(n int) int { return n/2 + 1 }
 
 // A Tally is the record of one round: a vote per node, and the number of

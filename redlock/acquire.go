@@ -10,9 +10,17 @@ import (
 	"github.com/seed818c56a1/quorumlock/clock"
 )
 
-// TryLock makes one attempt to acquire key and returns at once, never
-// ahead of waiters; a failed attempt matches ErrNotObtained and is undone
-// in the background (doc.go, "How a lock is acquired").
+// TryLock makes one attempt to acquire key and returns once it is decided:
+// a majority granted within the validity, or no majority can. It never
+// jumps the line: while anyone waits for key, it is refused even on a free
+// lock. A failed attempt returns an error matching ErrNotObtained (errors.As
+// gives the *QuorumError with every node's vote) and is undone in the
+// background on every node that may have granted it. Bad input (a nil ctx,
+// an empty or too long key, a bad option) is refused with ErrInvalid,
+// nothing sent; a closed Client returns ErrClosed. With ctx already ended
+// nothing is sent and the error matches ctx.Err() and ErrNotObtained; a ctx
+// that ends during the attempt cuts its node calls, which then fail their
+// votes. No node call waits past the node timeout.
 func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	return c.tryLock(ctx, []string{key}, opts, writer)
 }
@@ -52,10 +60,21 @@ func (c *Client) observe(ctx context.Context, cfg *config, key string, wait bool
 	return ctx, func(l *Lock, err error) { obs.acquireDone(ctx, key, l, c.cfg.clock.Since(start), err) }
 }
 
-// Lock acquires key, waiting in line until it succeeds or ctx ends
-// (bounded by WithMaxWait without a deadline). See doc.go, "Waiting, in
-// order" and "Errors", for the order of waiters and what a failed wait
-// returns.
+// Lock acquires key, waiting in line until it succeeds or ctx ends; when
+// ctx has no deadline, WithMaxWait bounds the wait (DefaultMaxWait).
+// Waiters are served in the order of their first attempt, the same on
+// every node, and Unlock wakes the first at once.
+//
+// Bad input is refused with ErrInvalid, nothing sent. When ctx ends (or the
+// maximum wait runs out) or the Client closes, Lock gives up its place in
+// line and returns one line matching ctx.Err() (context.DeadlineExceeded
+// for the maximum wait) or ErrClosed, and ErrNotObtained with the last
+// attempt's *QuorumError. It returns at once, with the attempt's error,
+// when so many nodes fail for a lasting reason (a replica, ErrStartUnknown,
+// a command refused to the user, a wrong password, an untrusted TLS
+// certificate, ErrSameCluster) that no majority can ever answer; timeouts,
+// refused connections, held locks and masters within the restart guard are
+// waited for.
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	return c.lock(ctx, []string{key}, opts, writer)
 }

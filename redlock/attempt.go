@@ -220,28 +220,30 @@ func (a *acquisition) calls(ticket string) []scriptCall {
 }
 
 // vote reads node n's reply to a's call: a grant's value is the token of
-// each key (a semaphore's, the token and the permit); a refusal's, the
-// holder's remaining lease.
+// each key, then 1 if every one came from the node's clock, else 0 (a
+// semaphore's, the token and the permit); a refusal's, the holder's
+// remaining lease.
 func (a *acquisition) vote(n int, reply []any, err error) quorum.Vote[[]int64] {
 	return a.voteInto(nil, n, reply, err)
 }
 
-// valuesPerVote is how many values a vote of a's carries: a token per key,
-// or a semaphore's token and permit.
+// valuesPerVote is the room a vote of a's needs: a token per key and the
+// clock flag, or a semaphore's token and permit (and a spare).
 func (a *acquisition) valuesPerVote() int {
 	if a.limit > 0 {
-		return 2
+		return 3
 	}
-	return len(a.kss)
+	return len(a.kss) + 1
 }
 
 // voteInto is vote, its value written into into when it has room.
 func (a *acquisition) voteInto(into []int64, n int, reply []any, err error) quorum.Vote[[]int64] {
-	keys := a.valuesPerVote()
+	keys := len(a.kss)
 	if a.limit > 0 {
 		if v, ok := limitVote(reply, err); ok {
 			return v
 		}
+		keys = 2
 	}
 	a.c.nodes[n].cause.record(err)
 	if err != nil {
@@ -250,11 +252,11 @@ func (a *acquisition) voteInto(into []int64, n int, reply []any, err error) quor
 	granted, ok1 := replyInt(reply, 0)
 	first, ok := replyInt(reply, 1)
 	ok = ok && ok1
-	if cap(into) < keys {
-		into = make([]int64, 0, keys)
+	if cap(into) < keys+1 {
+		into = make([]int64, 0, keys+1)
 	}
 	values := append(into[:0], first)
-	for i := 1; ok && granted == 1 && i < keys; i++ {
+	for i := 1; ok && granted >= grantedCounter && i < keys; i++ {
 		var v int64
 		v, ok = replyInt(reply, 1+i)
 		values = append(values, v)
@@ -262,9 +264,12 @@ func (a *acquisition) voteInto(into []int64, n int, reply []any, err error) quor
 	if !ok {
 		return quorum.Vote[[]int64]{Outcome: quorum.Failed, Err: fmt.Errorf("redlock: unexpected reply to acquire: %v", reply)}
 	}
-	if granted != 1 {
+	if granted < grantedCounter {
 		a.heardRefusal(n, reply)
 		return quorum.Vote[[]int64]{Outcome: quorum.Refused, Value: values}
+	}
+	if a.limit == 0 { // after the tokens, whether they came from the clock
+		values = append(values, granted-grantedCounter)
 	}
 	if err := a.admit(n, startOf(reply, keys)); err != nil {
 		// Not counted (or, a *youngGrant, not yet); like any failure,

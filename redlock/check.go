@@ -13,7 +13,7 @@ import (
 )
 
 // Check asks every master whether it is fit to hold locks: the assumptions
-// Redlock's guarantees rest on (doc.go), which nothing else verifies until
+// Redlock's guarantees rest on (docs/SAFETY.md), which nothing else verifies until
 // two holders meet. quorumlock doctor is its command-line face.
 
 // DefaultClockSample is how long Check compares each master's clock with

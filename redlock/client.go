@@ -14,9 +14,11 @@ import (
 	"github.com/seed818c56a1/quorumlock/quorum"
 )
 
-// A Client acquires locks on a fixed set of independent Redis masters. It is
-// safe for concurrent use, must not be copied, and never closes the redis
-// clients it was given (doc.go, "Clients").
+// A Client acquires locks on a fixed set of independent Redis masters; a
+// lock is held when a majority of them (N/2+1) granted it. It is safe for
+// concurrent use and must not be copied. It never closes the redis clients
+// it was given: it talks through clients of its own, built by New from the
+// given ones' options, and closes those in Close.
 type Client struct {
 	nodes []*node
 	cfg   config
@@ -38,9 +40,26 @@ type Client struct {
 }
 
 // New returns a Client over nodes, independent masters; opts set the
-// defaults of every lock. It never waits on the nodes — it starts reading
-// each member's cluster node IDs in the background — and refuses bad input
-// with ErrInvalid (doc.go, "Clients", "One cluster, one member").
+// defaults of every lock. It refuses, with an error matching ErrInvalid: no
+// nodes, a nil node, the same client or the same address twice, two members
+// given a common server (cluster seed lists [a b c] and [b]), and invalid
+// options. Sentinel failover clients (redis.NewFailoverClient) share one
+// placeholder address, which New does not compare.
+//
+// New never waits on the nodes. It starts, in the background, reading each
+// member's cluster node IDs (a Sentinel member's master identities): a
+// member's replies count only once read, and two members found to reach one
+// cluster or master set fail from then on with ErrSameCluster, as does every
+// acquisition of the Client. An even number of nodes is accepted with a
+// warning through WithLogger's logger: 4 tolerate one failure, as 3 do.
+//
+// For each node given as a *redis.Client, *redis.ClusterClient or
+// *redis.Ring, New builds the client the library talks through from its
+// options, with ContextTimeoutEnabled, no retries and bounded dial, read
+// and write timeouts, so that every wait on a node is bounded whatever the
+// given client's settings; hooks added to the given client do not see the
+// library's commands. Any other UniversalClient is used as it is, and its
+// own timeouts then bound what the library cannot.
 func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, invalid("no nodes")
@@ -91,9 +110,16 @@ func warnEven(cfg *config, n int) {
 		slog.Int("nodes", n), slog.Int("majority", quorum.Majority(n)), slog.Int("failures tolerated", n-quorum.Majority(n)))
 }
 
-// Close ends every lock still held (without releasing it), waits for the
-// calls in flight, and closes the Client's own connections. Later calls
-// return ErrClosed. See doc.go, "Clients".
+// Close ends every lock still held — its Done closes and its Err becomes
+// ErrClosed — without releasing it: the leases expire with their TTL, so
+// Unlock them first. It stops renewals, makes waiting calls return
+// ErrClosed, drops the subscriptions, and waits for the calls in flight one
+// node timeout plus the late window at most; then it drops the connections
+// of its own clients, which ends any read stuck on a frozen master, and
+// closes them. It never closes the given redis clients (over a client type
+// it could not rebuild, calls in flight are bounded only by that client's
+// timeouts). It returns nil, and nil again when called again; every other
+// call after Close returns ErrClosed.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -249,7 +275,7 @@ const failoverAddr = "FailoverClient"
 // isFailover reports whether rdb is a Sentinel failover client: its
 // master moves with every failover, and a promoted replica may lack a
 // grant, so its scripts time the master it reaches from its promotion
-// (prelude.lua: master_served_ms; doc.go, "Sentinel members").
+// (prelude.lua: master_served_ms; docs/SHARDS.md, "Sentinel members").
 func isFailover(rdb redis.UniversalClient) bool {
 	r, ok := rdb.(*redis.Client)
 	return ok && r.Options().Addr == failoverAddr

@@ -6,8 +6,17 @@ import (
 )
 
 // Do acquires key as Lock does, runs fn while the lock is held, and releases
-// it. fn's ctx carries the Lock and is cancelled if the lock is lost; see
-// doc.go, "Running a function under a lock", for what Do returns.
+// it. fn's ctx carries the Lock (FromContext) and is cancelled as soon as
+// the lock is lost or the Client closes, with the reason as its cause; fn
+// should stop its work then.
+//
+// Do returns Lock's error if the lock was not obtained (ErrInvalid for a
+// nil fn, nothing sent). Otherwise it returns fn's error, joined with
+// ErrLockLost — one line, starting with ErrLockLost's, matching both — if
+// the lock was lost before fn returned or Unlock found it gone, or with
+// ErrClosed if the Client closed meanwhile. A release that too few nodes
+// confirmed is not an error: the lock then expires with its TTL. If fn
+// panics, the lock is released and the panic goes on.
 func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) error {
 	if fn == nil {
 		return invalid("nil function")
@@ -28,7 +37,13 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 //	}
 //	return l.Run(ctx, func(ctx context.Context) error { return encode(ctx, l.Permit()) })
 //
-// See doc.go, "Running a function under a lock".
+// Run returns fn's error, joined with ErrLockLost or ErrClosed as Do's is
+// when the hold ended before fn returned, and releases l even if fn panics.
+// It does not call fn if l has ended already: it returns ErrNotHeld after
+// Unlock, and for a lost Lock releases what is left of it and returns why
+// it ended. A nil ctx or fn is refused with ErrInvalid, l left as it was.
+// Once Run has released l, l.Unlock returns nil, so a deferred Unlock
+// written right after acquiring is harmless around Run.
 func (l *Lock) Run(ctx context.Context, fn func(ctx context.Context) error) (err error) {
 	switch {
 	case ctx == nil:

@@ -3,11 +3,13 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -67,6 +69,12 @@ func TestLeaderNeedsMajority(t *testing.T) {
 	l := campaign(t, ctx, c, "job", "a", redlock.WithAutoRenew(false))
 	defer l.Unlock(ctx)
 	lock := redlock.Keys(redlock.DefaultPrefix, "job").Lock
+	// Campaign returns once a majority answered: let the others' calls
+	// land first, or one landing after the deletes below sets them again.
+	term := strconv.FormatInt(l.Token(), 10)
+	eventually(t, 5*time.Second, "every master marked the leader", func() bool {
+		return testkit.Count(nodes, func(n redis.UniversalClient) bool { return n.HGet(ctx, lock, "term").Val() == term }) == len(nodes)
+	})
 	for _, n := range nodes[:2] {
 		n.Del(ctx, lock)
 	}

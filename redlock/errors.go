@@ -8,14 +8,23 @@ import (
 	"github.com/seed818c56a1/quorumlock/quorum"
 )
 
+// Every error the package returns is one line, starts with "redlock:" and
+// works with errors.Is and errors.As.
 var (
 	// ErrNotObtained is returned by Lock, TryLock, Do and the other acquisitions
 	// when no majority granted the lock within its validity; errors.As gives the
-	// *QuorumError.
+	// *QuorumError, whose votes may match ErrNodeRestarted, ErrStartUnknown,
+	// ErrReplica or ErrSameCluster. An acquisition that stopped because its
+	// ctx ended (or WithMaxWait ran out) says so after the last attempt's
+	// error, on the same line, and matches ctx.Err() as well; one stopped by
+	// Close matches ErrClosed as well.
 	ErrNotObtained = errors.New("redlock: lock not obtained")
 
 	// ErrLockLost is returned by Extend, Unlock, Do and Run, and is Err() of a
-	// lost lock, when the quorum no longer holds it (doc.go, "Errors").
+	// lost lock, when the quorum no longer holds it: renewal could not reach
+	// a majority before the validity ran out, or a majority of nodes
+	// confirmed that the lock's value was gone. Work done under the lock may
+	// have overlapped another holder's.
 	ErrLockLost = errors.New("redlock: lock lost")
 
 	// ErrNotHeld is returned by Unlock and Extend on a lock that was already
@@ -27,19 +36,32 @@ var (
 	ErrClosed = errors.New("redlock: client closed")
 
 	// ErrNodeRestarted is a node's vote error, in a *QuorumError, when its grant
-	// was not counted because its process started within the restart guard.
+	// was not counted because its process started within the restart guard —
+	// restarted, or new to this Client — so it may have lost a lock a holder
+	// still holds. The error says how much longer the node must be up, and a
+	// waiting acquisition waits for it.
 	ErrNodeRestarted = errors.New("redlock: node started within the restart guard; grant not counted")
 
-	// ErrStartUnknown is a node's vote error, in a *QuorumError, when its grant
-	// was not counted because it could not say when it started.
+	// ErrStartUnknown is a node's vote error, in a *QuorumError, when restart
+	// detection is on and its grant was not counted because it could not say
+	// when it started (e.g. an ACL user without INFO or LASTSAVE): the grant
+	// may come from a master restarted without its data. It is lasting: a
+	// waiting acquisition returns at once when it leaves no majority.
 	ErrStartUnknown = errors.New("redlock: node cannot report when it started; grant not counted")
 
 	// ErrReplica is a node's vote error, in a *QuorumError (and an error of
-	// TrustStart and CheckNew), when the node is a replica, not a master.
+	// TrustStart and CheckNew), when the node is a replica, not a master: a
+	// replica beside its master would be two votes from one data set. The
+	// role is read with the grant that reports a server's start or, with
+	// restart detection off, asked (ROLE) at the first acquisition on it.
+	// It is lasting, as ErrStartUnknown is.
 	ErrReplica = errors.New("redlock: node is a replica, not a master")
 
 	// ErrInvalid is matched by every error that refuses bad input to New or to
-	// a call; nothing is changed and nothing is sent (doc.go, "Errors").
+	// a call; nothing is changed and nothing is sent. Bad input includes a nil
+	// ctx at any call, an empty or too long key, more than MaxKeys keys, a
+	// duration option above MaxDuration, and every refusal named in the
+	// options' and calls' comments.
 	ErrInvalid = errors.New("redlock: invalid argument")
 )
 
@@ -78,8 +100,14 @@ type NodeVote struct {
 }
 
 // A QuorumError reports a round that missed the outcome its operation
-// needed, with every node's vote. It matches ErrNotObtained or ErrLockLost,
-// or neither when no majority confirmed the outcome either way.
+// needed, with every node's vote: an acquisition without a majority (it
+// matches ErrNotObtained), an extension or unlock that found the lock gone
+// (ErrLockLost), or a round whose outcome no majority confirmed either way
+// (neither: some nodes did not answer in time). Unwrap gives the sentinel
+// and every vote's error. A vote that timed out carries its node's real
+// failure once known ("connection refused" rather than only "no answer
+// within the node timeout"), found by one dial with the redis client's own
+// dialer.
 type QuorumError struct {
 	Op      string     // "lock", "acquire" (a permit), "extend" or "unlock"
 	Key     string     // the key (keys joined by commas; a semaphore's name)

@@ -12,10 +12,14 @@ import (
 // The default restart guard (no WithRestartGuard): a node that restarted
 // empty may have lost a lease of any client, whatever TTL the client asking
 // uses. The guard is therefore the longest TTL in use on the key, learnt
-// from the other nodes, bounded by MaxRestartGuard; see doc.go, "Restarts".
+// from the other nodes, bounded by MaxRestartGuard; the argument is in
+// docs/SAFETY.md, "Restarts".
 
-// MaxRestartGuard bounds the default restart guard; leases with a longer TTL
-// need WithRestartGuard on every client (doc.go, "Restarts" and "Options").
+// MaxRestartGuard bounds the default restart guard: a node up that long
+// counts at once (unless the acquisition's own TTL is longer), and when no
+// node up that long, nor a vouched one, answers a round, young nodes count
+// after it. Leases with a longer TTL need WithRestartGuard, at least that
+// TTL, on every client of the masters.
 const MaxRestartGuard = time.Minute
 
 // oldAge is how long a node must have been up to count at once under the

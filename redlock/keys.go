@@ -22,8 +22,16 @@ type KeyNames struct {
 }
 
 // Keys returns the names the library uses on the nodes for key under prefix:
-// <prefix>{<tag>} and its siblings, where <tag> is key, escaped if it holds
-// a '}' or starts with '%' (doc.go, "Keys").
+// <prefix>{<tag>} and its siblings (:fence, :queue, :leases, :readers, and
+// the :free channel), one hash tag, so that a node may be a Redis Cluster.
+// The mapping is one-to-one: <tag> is key itself unless key holds a '}'
+// (which would end the hash tag early) or starts with '%'; such a key is
+// written as '%' followed by the key with every '%' escaped as %25 and
+// every '}' as %7D. Keys checks nothing: a key the acquisitions would
+// refuse (empty, longer than MaxKeyLen) still gets names. Every name the
+// library writes expires: the lock with its lease, the line with the
+// waiters' leases, the readers with the longest reader's lease, the
+// fencing counter with its retention.
 func Keys(prefix, key string) KeyNames {
 	tag := hashTag(key)
 	// Every name is <lock><suffix>: the five are written one after the

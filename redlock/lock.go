@@ -12,9 +12,13 @@ import (
 	"github.com/seed818c56a1/quorumlock/quorum"
 )
 
-// A Lock is one holding of one or more keys, granted by a majority of nodes,
-// until Unlock, loss or Close. It is safe for concurrent use and must not be
-// copied (doc.go, "A Lock and its methods").
+// A Lock is one holding — of a key (Lock, TryLock, Do), of several keys at
+// once, all or none (LockMany), a reader's shared hold (RLock), a
+// semaphore's permit (Acquire) or a leadership (Campaign) — granted by a
+// majority of the Client's nodes. It is held until Unlock, until it is lost
+// (Done closes, Err returns ErrLockLost) or until its Client closes (Err
+// returns ErrClosed); a Lock of several keys is held, renewed, released and
+// lost as one. It is safe for concurrent use and must not be copied.
 type Lock struct {
 	*acquisition // the winning attempt's: client, keys, names, options, identity and hold
 
@@ -89,8 +93,14 @@ func (l *Lock) Key() string { return l.key }
 func (l *Lock) Keys() []string { return slices.Clone(l.keys) }
 
 // Token returns the fencing token of this holding: the largest value of the
-// key's fencing counter among the granting nodes (for several keys, the
-// largest of theirs). See doc.go, "A Lock and its methods".
+// key's fencing counter among the granting nodes. Every later holding of
+// the key has a larger one, so a store that accepts a write only with a
+// token at least as large as every token it has seen rejects the writes of
+// a holder whose lock has since passed to another. Tokens are large (about
+// 1.8e15) and not consecutive: compare them, never count them. For several
+// keys Token is the largest of theirs; a store fenced per key should use
+// TokenOf. A reader's Token is at least the token of every writer that
+// released the key before it; a permit's orders that permit's holders.
 func (l *Lock) Token() int64 { return l.token }
 
 // TokenOf returns the fencing token of key within this holding, or 0 if the
@@ -129,8 +139,13 @@ func (l *Lock) Err() error {
 }
 
 // Extend resets the lease on every node to the full TTL and moves Until. It
-// returns ErrNotHeld, ErrLockLost, or a *QuorumError when too few nodes
-// answered (doc.go, "A Lock and its methods").
+// succeeds only while the lock is valid and a majority extended it within
+// the new validity, and never recreates a key that vanished. It returns
+// ErrNotHeld after Unlock; an error matching ErrLockLost once the lock is
+// lost (Done is then closed); ErrClosed on a closed Client; ErrInvalid for
+// a nil ctx; and a *QuorumError matching neither when too few nodes
+// answered, ctx's end included: the lock then stays valid until Until, and
+// Extend may be tried again. No node call waits past the node timeout.
 func (l *Lock) Extend(ctx context.Context) error {
 	if ctx == nil {
 		return errNilContext
@@ -156,9 +171,17 @@ func (l *Lock) extend(ctx context.Context) error {
 	return l.c.extendRound(ctx, []*Lock{l}, false)[0]
 }
 
-// Unlock releases the lock on every node, even after ctx ended. It returns
-// nil once a majority confirmed, ErrLockLost if the lock was lost, ErrNotHeld
-// if called again (doc.go, "A Lock and its methods").
+// Unlock releases the lock on every node, in parallel, each call under the
+// node timeout and detached from ctx's cancellation, so that a deferred
+// Unlock still runs after ctx ended; renewal has stopped when it returns.
+// It returns nil when a majority confirmed the release; an error matching
+// ErrLockLost when the lock had been lost or a majority no longer held it
+// (the work done under it may have overlapped another holder's);
+// ErrNotHeld when called again (nil, though, after Run released the lock);
+// ErrClosed on a closed Client; ErrInvalid for a nil ctx; and a
+// *QuorumError matching neither when too few nodes answered to tell — the
+// lock then expires with its TTL where the release did not land. It never
+// deletes another owner's lock.
 func (l *Lock) Unlock(ctx context.Context) error {
 	if ctx == nil {
 		return errNilContext

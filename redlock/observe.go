@@ -10,8 +10,24 @@ import (
 )
 
 // An Observer is told what a Client does, for logs, metrics and traces. Its
-// methods must be fast, non-blocking and safe for concurrent use; embed
-// NopObserver. See doc.go, "Observers", for contexts and panics.
+// methods are called synchronously, some on the acquisition path: they must
+// be fast, must not block, and must be safe for concurrent use. A Client
+// without observers pays one nil check per event. Embed NopObserver and
+// implement only the methods needed: an event added later is then a no-op.
+//
+// Each method gets the context its event belongs to: AcquireStart the
+// caller's, and the context it returns is the acquisition's; NodeFailed
+// during Extend or Unlock the caller's; Renewed, Lost and a renewal's
+// NodeFailed the Lock's own (the acquisition's, without its cancellation
+// or deadline, for as long as the Lock lives); the NodeFailed of a call
+// still running when its round was decided, or of a late answer's
+// follow-up, that round's, possibly after the call that ran it returned.
+//
+// A panic in a method is recovered and logged at Error through the
+// event's WithLogger loggers (slog.Default() if none); that observer
+// misses the event (AcquireStart's context is then the one it was given)
+// and the library goes on as if the method had returned. It is still a
+// bug of the observer.
 type Observer interface {
 	// AcquireStart is called when Lock, TryLock, Do, or another call that
 	// acquires a *Lock begins to acquire key (keys joined by commas); the
@@ -61,13 +77,20 @@ func (NopObserver) Lost(context.Context, string, error) {}
 func (NopObserver) NodeFailed(context.Context, string, string, NodeVote) {}
 
 // WithObserver adds o to the observers: of the Client when given to New, of
-// one acquisition and its Lock when given to a call (doc.go, "Options").
+// one acquisition and its Lock — its later renewals, loss and node errors
+// included — when given to a call, beside the Client's. A nil o is refused
+// with ErrInvalid. It is accepted per call rather than refused because New
+// and the calls share one Option type, and an observer of one acquisition
+// (tracing one job's lock) costs the calls without one nothing.
 func WithObserver(o Observer) Option {
 	return func(cfg *config) { cfg.observers = append(cfg.observers[:len(cfg.observers):len(cfg.observers)], o) }
 }
 
-// WithLogger logs failed acquisitions and renewals, lost locks and node
-// errors through logger. Without it nothing is logged.
+// WithLogger logs failed acquisitions and renewals, lost locks, node
+// errors and observers' panics as structured records through logger, for
+// the Client (given to New) or one acquisition (given to a call), as
+// WithObserver does. Without it nothing is logged; a nil logger is refused
+// with ErrInvalid.
 func WithLogger(logger *slog.Logger) Option {
 	return func(cfg *config) {
 		var o Observer

@@ -36,64 +36,110 @@ const (
 	MaxDuration = 365 * 24 * time.Hour
 )
 
-// An Option configures a Client when given to New, or one acquisition when
-// given to a call. A bad value makes that call fail with ErrInvalid (doc.go,
-// "Options").
+// An Option configures a Client when given to New (the default of every
+// lock), or one acquisition and its Lock when given to Lock, TryLock, Do and
+// the other acquisitions (a per-call override). Options are checked when
+// used: a nil Option or a bad value makes that call fail with ErrInvalid,
+// nothing sent. WithClock is an option of New only: given to a call, it is
+// refused with ErrInvalid.
 type Option func(*config)
 
-// WithTTL sets the lease each node grants. TTLs too short to leave the loss
-// margin are refused (doc.go, "Options"). Default DefaultTTL.
+// WithTTL sets the lease each node grants. Default DefaultTTL. A TTL ≤ 0,
+// above MaxDuration, or too short to leave the loss margin once an
+// acquisition took a whole node timeout — ttl − drift must exceed node
+// timeout + max(node timeout, ttl/10) — is refused with ErrInvalid, since
+// the lock could not be signalled lost in time.
 func WithTTL(d time.Duration) Option { return func(cfg *config) { cfg.ttl = d } }
 
 // WithNodeTimeout sets the timeout of every call to one node — acquire,
-// extend and unlock alike — whatever the redis client's own settings.
+// extend and unlock alike — whatever the redis client's own settings; a
+// call's late outcome is awaited in the background for a late window more,
+// min(4 × node timeout, 250 ms). It must be positive, at most MaxDuration
+// and leave the TTL its loss margin (see WithTTL), else ErrInvalid.
 // Default DefaultNodeTimeout.
 func WithNodeTimeout(d time.Duration) Option { return func(cfg *config) { cfg.nodeTimeout = d } }
 
-// WithDriftFactor sets the clock drift allowance as a share of the TTL, in
-// [0, 1): drift = ttl·f + 2ms. Default DefaultDriftFactor.
+// WithDriftFactor sets the clock drift allowance as a share of the TTL:
+// drift = ttl·f + 2ms, taken from every lock's validity. f outside [0, 1)
+// (or NaN) is refused with ErrInvalid. Default DefaultDriftFactor.
 func WithDriftFactor(f float64) Option { return func(cfg *config) { cfg.driftFactor = f } }
 
-// WithAutoRenew turns the watchdog on or off: on (the default), a held lock
-// is renewed every TTL/3 until Unlock or Close (doc.go, "Options").
+// WithAutoRenew turns the watchdog on or off. On (the default), a held lock
+// is extended through the quorum every TTL/3 until Unlock or Close; if no
+// majority renews it before its validity runs out, it is lost: Done closes
+// and Err returns ErrLockLost a tenth of the TTL (at least one node timeout)
+// before Until. Off, the lock ends that margin before its validity does,
+// unless Extend moves it. The watchdog's node calls, on no caller's path,
+// may take up to four node timeouts (at most half the loss margin) and
+// carry up to 100 locks each, each tallied on its own.
 func WithAutoRenew(on bool) Option { return func(cfg *config) { cfg.autoRenew = on } }
 
-// WithMaxWait bounds how long Lock and Do wait when their context has no
-// deadline. At most MaxDuration. Default DefaultMaxWait.
+// WithMaxWait bounds how long a waiting call (Lock, Do, LockMany, RLock,
+// Acquire, Campaign) waits when its context has no deadline; the error then
+// matches context.DeadlineExceeded and says that the maximum wait ran out.
+// It must be positive and at most MaxDuration, or the call fails with
+// ErrInvalid. Default DefaultMaxWait.
 func WithMaxWait(d time.Duration) Option { return func(cfg *config) { cfg.maxWait = d } }
 
 // WithRetryDelay sets the bounds of the randomized exponential backoff
-// between attempts: 0 < min ≤ max ≤ MaxDuration. Default DefaultRetryMin
-// and DefaultRetryMax.
+// between attempts: 0 < min ≤ max ≤ MaxDuration, else ErrInvalid. A
+// backoff is cut short by a wake-up and by the holder's remaining lease.
+// The bounds also lease a waiter's place in line, for 5·max + the node
+// timeout: a waiter that stops asking loses its place then. Default
+// DefaultRetryMin and DefaultRetryMax.
 func WithRetryDelay(min, max time.Duration) Option {
 	return func(cfg *config) { cfg.retryMin, cfg.retryMax = min, max }
 }
 
 // WithPrefix sets the prefix of the names the library writes on the nodes
-// (see Keys). Default DefaultPrefix.
+// (see Keys). A prefix with a brace (the hash tag is the library's) or
+// longer than MaxKeyLen is refused with ErrInvalid. Default DefaultPrefix.
 func WithPrefix(p string) Option { return func(cfg *config) { cfg.prefix = p } }
 
-// WithOwner makes acquisitions by owner reentrant: they nest, and the key
-// is freed when the last is released. Owner must be unique to whatever should
-// exclude others; see doc.go, "Options" and "Reentrancy".
+// WithOwner makes every acquisition with the same owner — from any
+// goroutine or process — count as the same holder, so owner must be unique
+// to whatever should exclude others (e.g. a job ID). Its acquisitions of a
+// key nest, each with its own hold, released by its own Unlock and keeping
+// its own TTL; the key is freed when the last hold is released or runs
+// out, and no hold's renewal or release shortens another's lease. Its
+// readers nest too, even past a waiting writer; its reader and writer are
+// not one holder (asking to write while reading waits for oneself, as
+// with sync.RWMutex). Without an owner every acquisition is its own owner:
+// locks are not reentrant. An empty owner, or one starting with "r:"
+// (which marks readers in the waiters' queues), is refused with ErrInvalid.
 func WithOwner(owner string) Option {
 	return func(cfg *config) { cfg.owner, cfg.ownerSet = owner, true }
 }
 
-// WithRestartGuard sets how long after a node's process starts its grants
-// are not counted, in place of the default guard; 0 turns restart detection
-// off. See doc.go, "Restarts" and "Options".
+// WithRestartGuard sets how long after a node's server process starts its
+// grants are not counted, the same for every node and key, in place of the
+// default guard (which learns, from the TTLs the keys' holds record, the
+// longest lease a restarted node may have lost, bounded by
+// MaxRestartGuard). d must cover the longest TTL any client of these
+// masters uses. 0 turns restart detection off: only for masters with
+// appendfsync always, where a restart keeps the keys — otherwise a master
+// restarted empty may grant a key a majority still holds. A negative d, or
+// one above MaxDuration, is refused with ErrInvalid. With detection on, a
+// grant whose node cannot report its start (INFO or LASTSAVE refused to the
+// user) is not counted: ErrStartUnknown.
 func WithRestartGuard(d time.Duration) Option {
 	return func(cfg *config) { cfg.guardWindow, cfg.guardSet = d, true }
 }
 
-// WithFenceRetention sets how long a key's fencing state outlives its last
-// hold; it must be longer than the TTL (doc.go, "Fencing tokens").
-// Default DefaultFenceRetention.
+// WithFenceRetention sets how long a key's fencing state (its counters, a
+// semaphore's limit record) outlives the last grant, renewal or release
+// that touched it; then it expires, so that locking many distinct keys
+// leaves nothing behind. No counter expires while any hold of its key
+// lives. Tokens still grow after it expired, as long as the masters'
+// clocks did not step back, nor drift apart from each other, by as much as
+// the time since the key's last holding. It must be longer than the TTL
+// and at most MaxDuration, else ErrInvalid. Default DefaultFenceRetention.
 func WithFenceRetention(d time.Duration) Option { return func(cfg *config) { cfg.retention = d } }
 
 // WithClock sets the clock used for validity and timers; tests pass a
-// *clock.Fake. An option of New only. Default clock.Real().
+// *clock.Fake. An option of New only — one clock paces all of a Client's
+// renewals — refused with ErrInvalid when given to a call, and a nil clock
+// is refused too. Default clock.Real().
 func WithClock(k clock.Clock) Option { return func(cfg *config) { cfg.clock = k } }
 
 type config struct {

@@ -153,9 +153,17 @@ func (w *warmth) start(rdb redis.UniversalClient) {
 	w.busy = true
 	w.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), w.budget)
-		pl := rdb.Pipeline()
-		pl.Ping(ctx)
-		_, _ = pl.Exec(ctx)
+		if rc, ok := rdb.(*redis.Client); ok {
+			// Into the pool the pipe's senders hold their connections from
+			// (autopipe: one each, over a client that never retries).
+			c := rc.Conn()
+			_ = c.Ping(ctx).Err()
+			_ = c.Close()
+		} else {
+			pl := rdb.Pipeline()
+			pl.Ping(ctx)
+			_, _ = pl.Exec(ctx)
+		}
 		cancel()
 		w.mu.Lock()
 		w.busy = false

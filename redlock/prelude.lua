@@ -141,11 +141,14 @@ end
 -- counter + 1 and the node's clock in µs (TIME's reply t), so that it
 -- grows with the counter while the fencing state lives and with the clock
 -- once that expired or was lost. The counter is set to it for the
--- retention.
+-- retention. It returns the token and whether it is the clock's (the
+-- counter was below it): one SET ... GET then, the common case.
 local function next_token(fence, t)
-  local token = math.max(tonumber(redis.call('GET', fence) or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-  redis.call('SET', fence, string.format('%d', token), 'PX', retention)
-  return token
+  local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local was = tonumber(redis.call('SET', fence, string.format('%d', clock), 'PX', retention, 'GET') or '0')
+  if was < clock then return clock, true end
+  redis.call('SET', fence, string.format('%d', was + 1), 'PX', retention)
+  return was + 1, false
 end
 
 -- raise_counter raises the counter fence to token, kept for at least the
@@ -167,9 +170,12 @@ end
 
 -- counter_renew keeps the counter fence of a renewed hold for at least the
 -- retention; where it is missing (deleted, or left by an older version to
--- expire) it sets it to the holding's token. A counter there is at least
--- the token already (the write-back) and is not read again: cheaper than
--- counter_keep on the watchdog's path.
+-- expire) it sets it to the holding's token. A counter there is not read
+-- again: it is at least the token (the write-back, or a grant of the token
+-- itself), or it is a clock-derived grant's within fence.go's coverWindow of
+-- it, which needs none while the hold lives (docs/SAFETY.md, "Tokens
+-- without a write-back round"). Cheaper than counter_keep on the
+-- watchdog's path.
 local function counter_renew(fence, token)
   local left = redis.call('PTTL', fence)
   if left == -2 then
@@ -180,9 +186,11 @@ local function counter_renew(fence, token)
 end
 
 -- counter_held is the counter fence for a hold that issues no token of its
--- own (a reader, a nested hold): its value, or where it has none the
--- node's clock in µs from TIME's reply t — either way at least every token
--- a live or recently live holder uses — kept for at least the retention.
+-- own here — a nested hold, a re-sent attempt: its value, or where it has
+-- none the node's clock in µs from TIME's reply t — either way at least
+-- every token a live or recently live holder uses: the owner's own grant
+-- here set it, after every earlier holding left this node — kept for at
+-- least the retention.
 local function counter_held(fence, t)
   local value = tonumber(redis.call('GET', fence) or '0')
   if value > 0 then
@@ -194,7 +202,27 @@ local function counter_held(fence, t)
   return value
 end
 
--- Restarts (doc.go, "Restarts"): what a reply says about when its node
+-- counter_read is a reader's token: the larger of the counter fence and
+-- the node's clock in µs from TIME's reply t, stored as the counter and
+-- kept for at least the retention. Either is at least the token of every
+-- writer that left this node's key before: its release raised the counter
+-- to its token, and a lease that ran out here ended after the node's clock
+-- passed the grant's token by the TTL, which a token left without a
+-- write-back is within half of (docs/SAFETY.md, "Tokens without a
+-- write-back round"). A reader finds no fresh grant of its own in between,
+-- as a writer's does (next_token).
+local function counter_read(fence, t)
+  local value = tonumber(redis.call('GET', fence) or '0')
+  local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if value >= clock then
+    keep_for(fence, retention)
+    return value
+  end
+  set_kept(fence, string.format('%d', clock), retention)
+  return clock
+end
+
+-- Restarts (docs/SAFETY.md, "Restarts"): what a reply says about when its node
 -- started.
 -- start_info: what a reply says about when its node started, for restart
 -- detection. last is this client's LASTSAVE for the node ("" detection off;
@@ -230,7 +258,7 @@ local function info_field(text, field)
 end
 
 -- served_ms returns how long, in ms, the server id has served the slot of
--- owner_key as the primary it is now (doc.go, "Failovers and moved
+-- owner_key as the primary it is now (docs/SHARDS.md, "Failovers and moved
 -- slots"). The record's age, while it names this server and its
 -- replication ID — the common path. A new replication ID with the record
 -- still naming this server and its config epoch is the same primary's
@@ -268,7 +296,7 @@ local function served_ms(id)
 end
 
 -- master_served_ms returns how long, in ms, the master of a Sentinel
--- member has served as the master it is now (doc.go, "Sentinel members"),
+-- member has served as the master it is now (docs/SHARDS.md, "Sentinel members"),
 -- and whether its record was written anew. owner_key is then the master's
 -- record {by = run_id, repl = master_replid, input =
 -- total_net_repl_input_bytes, since = server ms}. The record's age while it
@@ -360,7 +388,7 @@ end
 -- A lock records in its field "ttl" the longest TTL (ms) among the holds
 -- it was granted or repaired with, for clients meeting restarted nodes: a
 -- lease a node lost cannot outlive the node's start by more than its TTL
--- (doc.go, "Restarts"). The field lives and dies with the lock. raise_ttl
+-- (docs/SAFETY.md, "Restarts"). The field lives and dies with the lock. raise_ttl
 -- raises it to ttl for a hold added to a lock already held, and returns it.
 local function raise_ttl(lock, ttl)
   local had = tonumber(redis.call('HGET', lock, 'ttl') or '0')

@@ -11,9 +11,9 @@
 -- "r:<owner>", in ticket order with the writers: a writer behind it waits
 -- for it, and it waits for every writer ahead of it — so a stream of
 -- readers cannot starve a writer.
--- Returns {1, the fencing counter} when granted — the token of the last
--- writer, or where the counter expired the node's clock in µs, which is
--- larger — followed by start_info's fields
+-- Returns {1, token} when granted — the larger of the fencing counter (the
+-- token of the last writer that left) and the node's clock in µs
+-- (counter_read) — followed by start_info's fields
 -- as acquire.lua; {0, the writer's remaining TTL in ms} when refused (0
 -- when a writer waits ahead), followed as acquire.lua's by start_info's.
 -- Readers record no TTL (lease_ttl); a node reports the
@@ -77,4 +77,4 @@ redis.call('ZADD', readers, 'GT', server_ms(t) + tonumber(ttl), reader)
 if redis.call('PTTL', readers) < tonumber(ttl) then
   redis.call('PEXPIRE', readers, ttl)
 end
-return with_start({1, counter_held(fence, t)}, t, longest)
+return with_start({1, counter_read(fence, t)}, t, longest)

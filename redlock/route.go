@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -65,7 +66,7 @@ func batchClient(rdb redis.UniversalClient, own bool) redis.UniversalClient {
 // the reply arrives or ctx ends; in the latter case it then waits, for late
 // at most, for the real outcome, so that a Round's Late sees what the
 // server really did — or else the abandoned call's error: outcome unknown,
-// undone like a timeout (see the package doc on late grants). On an own
+// undone like a timeout (docs/SAFETY.md, "Late grants"). On an own
 // route, a ctx without a deadline gets one: the socket bound.
 func (r *route) call(ctx context.Context, late time.Duration, asking bool, args []any) *redis.Cmd {
 	if r.own && !r.warmth.first.Load() && r.warmth.first.CompareAndSwap(false, true) {
@@ -80,23 +81,39 @@ func (r *route) call(ctx context.Context, late time.Duration, asking bool, args 
 	if asking {
 		pre = []any{"asking"}
 	}
-	lateCh := make(chan *redis.Cmd, 1) // never blocks the pipe's late callback
-	cmd := r.pipe.DoLateAfter(ctx, func(c *redis.Cmd) { lateCh <- c }, pre, args...)
+	box := lateBoxes.Get().(*lateBox)
+	cmd := r.pipe.DoLateAfter(ctx, box.late, pre, args...)
 	// Only an abandoned call has a late outcome coming: one whose real
 	// outcome is itself a context error (its batch ran out of time) has not.
 	if !errors.Is(cmd.Err(), autopipe.ErrAbandoned) {
+		lateBoxes.Put(box) // its late callback is never called
 		r.warmAfter(cmd.Err())
 		return cmd
 	}
 	wait := time.NewTimer(late)
 	defer wait.Stop()
 	select {
-	case cmd = <-lateCh:
-	case <-wait.C:
+	case cmd = <-box.ch:
+		lateBoxes.Put(box) // called, and emptied
+	case <-wait.C: // box is dropped: its callback may still come
 	}
 	r.warmAfter(cmd.Err())
 	return cmd
 }
+
+// A lateBox receives the late outcome of one call at a time (route.call):
+// late sends it on ch, which never blocks. Boxes are reused, so that a
+// call answered in time costs no channel and no callback of its own.
+type lateBox struct {
+	ch   chan *redis.Cmd // cap 1
+	late func(*redis.Cmd)
+}
+
+var lateBoxes = sync.Pool{New: func() any {
+	b := &lateBox{ch: make(chan *redis.Cmd, 1)}
+	b.late = func(c *redis.Cmd) { b.ch <- c }
+	return b
+}}
 
 // warmAfter sets up a connection in the background after a call that got
 // no answer from the server (see warmth).
@@ -124,9 +141,15 @@ func (r *route) cut() {
 
 // close closes the route's own client — every call of the Client has ended
 // by now: what the pipe may still read is a batch nobody waits for — then
-// stops the pipe, and waits for the connection being set up, if any.
+// stops the pipe, and waits for the connection being set up, if any. With
+// no batch in flight (no new one can start), the pipe stops first: its
+// senders hand the connections they hold back to the client's pool while it
+// is still open (go-redis logs a connection handed back to a closed pool).
 func (r *route) close() {
 	r.warmth.stop()
+	if r.pipe.Stats().InFlight == 0 {
+		r.pipe.Close()
+	}
 	r.cut()
 	r.pipe.Close()
 	r.warmth.wg.Wait()

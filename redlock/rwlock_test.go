@@ -144,9 +144,9 @@ func TestRWLockCheckerStress(t *testing.T) {
 	if m := slices.Max(passed); m > 2*readers {
 		t.Errorf("a writer waited while %d reader holds completed, want ≤ %d", m, 2*readers)
 	}
-	if len(waits) < 10 || slices.Min(rholds) < 10 {
-		t.Errorf("writer holds %d, reader holds per worker %v; want ≥ 10 each", len(waits), rholds)
-	}
+	// Neither kind starves: every reader gets its share, and the writers
+	// hold too (len(waits) > 0 above; passed bounds how long they wait).
+	requireFairShares(t, "reader", rholds)
 }
 
 func mean(xs []int64) float64 {

@@ -19,8 +19,10 @@ import (
 // or one Sentinel master set given twice (two failover clients of it,
 // found by the master they reach: masterIDs). The quorum counts independent masters, so that configuration is invalid:
 // neither member is counted again, and no lock is granted until the Client
-// is built with each cluster once. See the package doc ("One cluster, one
-// member").
+// is built with each cluster once. It is a lasting failure: a waiting
+// acquisition returns it at once. Two members are found to be one when
+// their reads of the node IDs (started by New) meet; until its read has
+// answered, a member's replies are not counted.
 var ErrSameCluster = errors.New("redlock: two members are one Redis Cluster; neither is counted")
 
 // identities is what a Client learnt of its members' Redis Cluster node

@@ -53,3 +53,11 @@ const (
 	releaseFreed   = 1
 	releaseKept    = 2
 )
+
+// The first element of a granting reply of acquire.lua (racquire.lua and
+// permit.lua grant with grantedCounter): whether every token came from the
+// node's clock (fence.go: coverWindow).
+const (
+	grantedCounter = 1 // some token is a counter's value
+	grantedClock   = 2 // every token is the node's clock in µs
+)

@@ -16,8 +16,18 @@ import (
 const MaxLimit = 1024
 
 // Acquire takes one of limit permits of name, waiting in line as Lock
-// does. The Lock holds that permit (Permit), fenced per permit. Every
-// holder of name must use the same limit; see doc.go, "Semaphores".
+// does, and returns as Lock does when ctx ends, the Client closes or no
+// majority can ever answer. Permit i is a mutex on a key of its own; the
+// Lock holds one permit (Permit), granted by a majority, so no more than
+// limit holders hold at once, and each permit is fenced on its own (Token).
+// Freed permits go to the oldest waiters. An owner (WithOwner) holds at
+// most one permit of a name: a nested Acquire adds a hold on it.
+//
+// Every holder of name must use the same limit: a node refuses another
+// limit while a permit of the recorded one is held there, so an Acquire
+// with another limit than the current holders' fails with ErrInvalid,
+// having changed nothing. An empty or too long name, or a limit outside
+// [1, MaxLimit], is refused with ErrInvalid, nothing sent.
 func (c *Client) Acquire(ctx context.Context, name string, limit int, opts ...Option) (*Lock, error) {
 	a, err := c.newPermitAcquisition(ctx, name, limit, opts)
 	if err != nil {
@@ -46,7 +56,10 @@ func checkLimit(limit int) error {
 }
 
 // PermitKeys returns the names the library uses on the nodes for permit i
-// of the semaphore name under prefix (doc.go, "Keys").
+// of the semaphore name under prefix: <prefix>{<tag>}:permit:<i> and its
+// :fence counter, beside the name's :permits:queue, :permits:leases and
+// :permits:free channel, <tag> as Keys makes it. A permit has no readers:
+// the Readers name is never written. It checks nothing.
 func PermitKeys(prefix, name string, i int) KeyNames {
 	base := permitBase(prefix, name)
 	lock := base + ":permit:" + strconv.Itoa(i)

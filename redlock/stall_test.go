@@ -247,7 +247,7 @@ func TestRenewedLockSurvivesMajorityBlinks(t *testing.T) {
 	}
 }
 
-// A grant that lands after its undo is harmless (package doc, "Late
+// A grant that lands after its undo is harmless (docs/SAFETY.md, "Late
 // grants"): an attempt fails while its request to node 0 is delayed 1.5 s;
 // the call is abandoned and its connection dropped at the node timeout plus
 // the late window, so the undo goes out on a new connection and lands

@@ -10,7 +10,7 @@ import (
 // grants from several processes (one per shard), each with its own start.
 // A node keeps what it learnt of each under the server's cluster node ID
 // ("" on a plain master: a map of one), so that one shard's restart never
-// overwrites, or borrows, another's state (see doc.go, "Restarts").
+// overwrites, or borrows, another's state (docs/SAFETY.md, "Restarts").
 
 // A startState is what the Client learnt of one server's process.
 type startState struct {

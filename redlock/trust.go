@@ -22,10 +22,18 @@ const TrustKey = "quorumlock:trusted-start"
 const trustTTL = 24 * time.Hour
 
 // TrustStart vouches that node's current server process started with no
-// lease to forget (a new master), so that Clients count its grants at once
-// instead of after the restart guard. Never use it after a restart that may
-// have lost leases; call CheckNew first (doc.go, "Vouching for new masters").
-// On a cluster, each primary writes a record per slot it serves, in
+// lease to forget — a master just created, or started after every lease it
+// could have granted had expired — so that Clients count its grants at once
+// instead of after the restart guard. It records the process's run_id
+// (TrustKey, expiring after a day): a later restart has another run_id and
+// is not vouched for. Never use it after a restart that may have lost
+// leases, which is what the guard is for: call CheckNew first. A replica is
+// refused with ErrReplica, whether or not it accepts writes; a node that
+// cannot be read or written returns its error, and so does a call cut by
+// ctx's end (primaries vouched for before it stay so). It needs INFO,
+// SET and HSET (on a cluster, CLUSTER MYID and CLUSTER SHARDS too), and
+// does not close node. On a *redis.ClusterClient it vouches every primary,
+// each writing a record per slot it serves, in
 // pipelines of vouchBatch slots: ctx bounds the whole vouch, which takes
 // longer with more slots; to bound each call instead, give node a hook or
 // timeouts of its own (quorumlock trust does: its --timeout is per call).

@@ -40,8 +40,16 @@ func (e *InUseError) Is(t error) bool { return t == ErrInUse }
 const holdsRecheck = 300 * time.Millisecond
 
 // CheckNew reports, for each of nodes, whether vouching for it with
-// TrustStart is safe: nil, or why not (ErrInUse, ErrReplica). It writes
-// nothing. See doc.go, "Vouching for new masters".
+// TrustStart is safe: nil, or why not. A node is refused with an *InUseError
+// (matching ErrInUse) when any node given holds a live lock, reader or
+// permit under prefix, or when another node given has been up longer than
+// it by more than NewSpread; a replica with ErrReplica; a node CheckNew
+// cannot read (down, NOPERM, ctx ended) with that error. A node whose
+// running process is already vouched for is not checked. Pass every master
+// of the deployment, so that their locks and starts are seen; a
+// *redis.ClusterClient is surveyed on every primary (its locks are all of
+// theirs, its start the youngest primary's). It reads INFO, the vouch
+// records and SCANs the keys under prefix; it writes nothing.
 func CheckNew(ctx context.Context, nodes []redis.UniversalClient, prefix string) []error {
 	ss := make([]survey, len(nodes))
 	forEach(len(nodes), func(i int) { ss[i] = surveyNode(ctx, nodes[i], prefix) })

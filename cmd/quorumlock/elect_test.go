@@ -133,3 +133,23 @@ func TestLeaderPrintsAndWatches(t *testing.T) {
 	}
 	l2.Unlock(context.Background())
 }
+
+// status counts a leader's hold once: the term and value that mark a
+// leadership in the lock's hash are no holds.
+func TestStatusOfALeadership(t *testing.T) {
+	lab, nodes := startLab(t, 3)
+	c := electionClient(t, lab)
+	l, err := c.Campaign(testkit.Context(t, 10*time.Second), "lead-status", "host a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, st := statusJSON(t, nodes, "lead-status")
+	if code != 0 || st.Held != yes {
+		t.Fatalf("status %d, %+v; want 0, held", code, st)
+	}
+	for i, n := range st.Nodes {
+		if n.Owner == st.Owner && n.Holds != 1 {
+			t.Errorf("node %d: %d holds of the leadership (token %d), want 1", i, n.Holds, l.Token())
+		}
+	}
+}

@@ -85,19 +85,19 @@ type quietLog struct{}
 
 func (quietLog) Printf(context.Context, string, ...any) {}
 
-// subcommands maps each subcommand to its entry point and usage text.
-var subcommands = map[string]struct {
-	run   func(*cli, []string) int
-	usage string
-}{
-	"run":    {(*cli).run, runUsage},
-	"status": {(*cli).status, statusUsage},
-	"demo":   {(*cli).demo, demoUsage},
-	"trust":  {(*cli).trust, trustUsage},
-	"elect":  {(*cli).elect, electUsage},
-	"leader": {(*cli).leader, leaderUsage},
-	"doctor": {(*cli).doctor, doctorUsage},
-	"report": {(*cli).drawReport, reportUsage},
+// subcommands maps each subcommand to its entry point, which prints its
+// usage itself on -h (help). Every subcommand is named here, none joins
+// from an init function.
+var subcommands = map[string]func(*cli, []string) int{
+	"run":     (*cli).run,
+	"status":  (*cli).status,
+	"demo":    (*cli).demo,
+	"trust":   (*cli).trust,
+	"elect":   (*cli).elect,
+	"leader":  (*cli).leader,
+	"doctor":  (*cli).doctor,
+	"report":  (*cli).drawReport,
+	"version": (*cli).version,
 }
 
 // main runs the subcommand named by args[0] and returns the exit status.
@@ -116,7 +116,7 @@ func (c *cli) main(args []string) int {
 		fmt.Fprintf(c.stderr, "quorumlock: unknown subcommand %q\n\n%s", name, mainUsage)
 		return exitUsage
 	}
-	return sub.run(c, rest)
+	return sub(c, rest)
 }
 
 // help prints the usage of the whole tool, or of one subcommand.
@@ -130,7 +130,7 @@ func (c *cli) help(args []string) int {
 		fmt.Fprintf(c.stderr, "quorumlock help: unknown subcommand %q\n\n%s", args[0], mainUsage)
 		return exitUsage
 	}
-	return sub.run(c, []string{"-h"})
+	return sub(c, []string{"-h"})
 }
 
 const mainUsage = `quorumlock: run commands under a lock held by a majority of Redis masters (Redlock).

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"github.com/seed818c56a1/quorumlock/internal/testkit"
@@ -32,7 +31,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 0 && os.Args[0] == keeperName {
 		os.Exit(keep(os.Args[1:]))
 	}
-	redis.SetLogger(quietLog{})
+	testkit.QuietRedis()
 	code := m.Run()
 	if bin.dir != "" {
 		os.RemoveAll(bin.dir)

@@ -96,18 +96,6 @@ func (f *runFlags) checkCommon(fs *flag.FlagSet, given map[string]bool) error {
 		atMost("node-timeout", f.nodeTimeout, redlock.MaxDuration), atMost("restart-guard", f.guard, redlock.MaxDuration))
 }
 
-// maxTTL bounds --ttl: the fencing state is kept fenceRetention(ttl), at
-// most redlock.MaxDuration.
-const maxTTL = redlock.MaxDuration / 2
-
-// fenceRetention is how long run's fencing state outlives the lock's last
-// grant or release: the library's default, or twice the TTL when that is
-// longer — the library refuses a retention not longer than the TTL, and
-// run has no flag for it.
-func fenceRetention(ttl time.Duration) time.Duration {
-	return max(redlock.DefaultFenceRetention, 2*ttl)
-}
-
 func (c *cli) run(args []string) int {
 	defer catchSIGPIPE()()
 	fs := newFlagSet("run")
@@ -149,7 +137,7 @@ func (c *cli) launch(fs *flag.FlagSet, f *runFlags, addrs []string, extra ...red
 		return c.usageError(fs, err)
 	}
 	c.verbose = f.verbose
-	// A node of a Redis Cluster stands for its whole cluster (cluster.go).
+	// A node of a Redis Cluster stands for its whole cluster (members, cli_nodes.go).
 	members, closeMembers := ns.members(clusterProbe)
 	client, err := redlock.New(members, append(f.options(c), extra...)...)
 	if err != nil {

@@ -30,11 +30,11 @@ type holderStatus struct {
 type nodeStatus struct {
 	holderStatus
 	masterAge
-	Readers int           `json:"readers"` // readers whose lease has not ended on the node's clock
-	readers []string      // their members
-	start   nodeStart     // what it said of its start
-	record  time.Duration // the longest TTL record of the locks it holds
-	limit   int           // without --limit: the limit recorded for a semaphore of the name; 0 if none
+	Readers int                 `json:"readers"` // readers whose lease has not ended on the node's clock
+	readers []string            // their members
+	start   redlock.MasterStart // what it said of its start
+	record  time.Duration       // the longest TTL record of the locks it holds
+	limit   int                 // without --limit: the limit recorded for a semaphore of the name; 0 if none
 }
 
 // An agreement is the owner that most nodes hold a lock for, and whether
@@ -59,7 +59,6 @@ type lockStatus struct {
 	Readers    count        `json:"readers"`             // readers live on a majority of nodes; unknown if no majority answered
 	Guard      *guardStatus `json:"restart_guard"`       // the masters' age against the restart guard
 	Semaphore  *semaphore   `json:"semaphore,omitempty"` // with --limit, or when the nodes record a limit for the name
-	limitKey   string       // the record of the limit of a semaphore of the name
 }
 
 // statusFlags are status's flags.
@@ -92,7 +91,10 @@ func (c *cli) status(args []string) int {
 		return c.usageError(fs, err)
 	}
 	defer ns.close()
-	st := query(context.Background(), ns, &f)
+	st, err := query(context.Background(), ns, &f)
+	if err != nil { // a key or prefix the library refuses
+		return c.usageError(fs, err)
+	}
 	if f.json {
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")

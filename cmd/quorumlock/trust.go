@@ -51,7 +51,7 @@ func (c *cli) trust(args []string) int {
 		return c.usageError(fs, err)
 	}
 	defer ns.close()
-	members, closeMembers := ns.members(*timeout) // a cluster node: its cluster (cluster.go)
+	members, closeMembers := ns.members(*timeout) // a cluster node: its cluster (cli_nodes.go)
 	defer closeMembers()
 	if !c.checkNew(ns, members, t.prefix, *timeout, *force) {
 		return exitInUse
@@ -126,25 +126,28 @@ func (c *cli) checkNew(ns *nodeSet, nodes []redis.UniversalClient, prefix string
 	return true
 }
 
-// vouchFor vouches for the process running at rdb (redlock.TrustStart) and
-// reads back which process that was and how long it has been up.
-func vouchFor(pc perCall, addr string, rdb *redis.Client) vouch {
-	v := vouch{addr: addr}
-	rdb.AddHook(pc)
-	ctx := context.Background()
-	if v.err = redlock.TrustStart(ctx, rdb); v.err != nil {
+// vouchServer vouches for the process running at p, a plain master or a
+// cluster primary (its slots' records), with redlock.TrustStart, and
+// confirms it by its run_id, read before and after: unchanged, the
+// process vouched for is the one running.
+func vouchServer(ctx context.Context, p *redis.Client) vouch {
+	var v vouch
+	before, err := p.InfoMap(ctx, "server").Result()
+	if err != nil {
+		v.err = fmt.Errorf("INFO server: %w", err)
 		return v
 	}
-	vouched, err := rdb.Get(ctx, redlock.TrustKey).Result()
-	info, ierr := rdb.InfoMap(ctx, "server").Result()
-	if err = errors.Join(err, ierr); err != nil {
+	if v.err = redlock.TrustStart(ctx, p); v.err != nil {
+		return v
+	}
+	after, err := p.InfoMap(ctx, "server").Result()
+	if err != nil {
 		v.err = fmt.Errorf("vouched, but reading it back: %w", err)
 		return v
 	}
-	v.runID, v.uptime = info["Server"]["run_id"], uptimeOf(info["Server"])
-	if v.runID != vouched {
-		// Restarted in between: the vouch is for a process that is gone.
-		v.err = fmt.Errorf("the server restarted during the vouch (run_id %s, vouched %s); run trust again if it is new", v.runID, vouched)
+	v.runID, v.uptime = after["Server"]["run_id"], uptimeOf(after["Server"])
+	if was := before["Server"]["run_id"]; was != v.runID {
+		v.err = fmt.Errorf("the server restarted during the vouch (run_id %s, was %s); run trust again if it is new", v.runID, was)
 	}
 	return v
 }

@@ -17,14 +17,6 @@ binary was built from when it differs (as go install pkg@version records
 it), the go-redis release and the Go toolchain.
 `
 
-// The version subcommand joins the others (subcommands, in main.go).
-func init() {
-	subcommands["version"] = struct {
-		run   func(*cli, []string) int
-		usage string
-	}{(*cli).version, versionUsage}
-}
-
 // version prints what this binary is: quorumlock's release, then the
 // versions it was built with.
 func (c *cli) version(args []string) int {

@@ -28,12 +28,15 @@ func benchLab(b *testing.B) *redislab.Lab {
 	return lab
 }
 
-// BenchmarkDo compares one caller's Do through a Pipe with rdb.Do.
+// BenchmarkDo compares one caller's Do through a Pipe with rdb.Do; held: a
+// Pipe over a client that never retries, whose sender holds its connection.
 func BenchmarkDo(b *testing.B) {
-	rdb := benchLab(b).Clients(b)[0]
+	lab := benchLab(b)
+	rdb, held := lab.Clients(b)[0], lab.Clients(b, noRetries)[0]
 	for _, cmd := range benchCmds {
 		b.Run(fmt.Sprintf("%s/plain", cmd[0]), func(b *testing.B) { benchSequential(b, rdb.Do, cmd) })
 		b.Run(fmt.Sprintf("%s/pipe", cmd[0]), func(b *testing.B) { benchSequential(b, newPipe(b, rdb).Do, cmd) })
+		b.Run(fmt.Sprintf("%s/pipe-held", cmd[0]), func(b *testing.B) { benchSequential(b, newPipe(b, held).Do, cmd) })
 	}
 }
 
@@ -62,13 +65,18 @@ func BenchmarkDoParallel(b *testing.B) {
 			addr = fp.Addr()
 		}
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
-		b.Cleanup(func() { rdb.Close() })
+		held := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		b.Cleanup(func() { rdb.Close(); held.Close() })
 		for _, cmd := range benchCmds {
 			if link == "proxy" && cmd[0] == "get" {
 				continue
 			}
 			name := fmt.Sprintf("%s/%s", link, cmd[0])
 			b.Run(name+"/plain", func(b *testing.B) { benchParallel(b, rdb.Do, nil, cmd) })
+			b.Run(name+"/pipe-held/inflight=1", func(b *testing.B) {
+				p := newPipe(b, held)
+				benchParallel(b, p.Do, p, cmd)
+			})
 			for _, n := range []int{1, 2, 4} {
 				b.Run(fmt.Sprintf("%s/pipe/inflight=%d", name, n), func(b *testing.B) {
 					p := newPipe(b, rdb, autopipe.WithMaxInFlight(n))

@@ -51,6 +51,25 @@
 // batch on network errors and read timeouts (MaxRetries), as it retries
 // rdb.Do, so a command may run twice; set MaxRetries to -1 to rule that out.
 //
+// # Connections
+//
+// Over a plain *redis.Client with MaxRetries -1, each sending goroutine
+// holds one connection (redis.Conn) from batch to batch: a batch then takes
+// nothing from the pool — no pool look-up, no health check (a peek at the
+// socket, a system call), about ten fewer allocations. The sender hands it
+// back and takes one from the pool again after a batch that failed on it
+// (a connection error, or a set-up the server refused), once it has been
+// idle 100 ms (so that the pool's health check finds a connection the
+// server closed meanwhile, as after a restart, before a batch is written on
+// it), and every 4 s (go-redis peeks at a RESP3 connection for push
+// notifications unless it was handed back less than 5 s ago). A client
+// that retries keeps taking a connection from the pool per batch, so that
+// a retry goes out on a fresh one; a ClusterClient or a Ring splits the
+// batch by node on its own pools. A held connection counts against the
+// client's PoolSize until its sender idles out (DefaultIdleTimeout): a
+// client shared with other work needs a pool of MaxInFlight more. Close
+// hands the held connections back.
+//
 // # In flight at once: one batch per Pipe (DefaultMaxInFlight)
 //
 // With one batch in flight, a batch is written only once the replies of the
@@ -87,13 +106,23 @@
 // gain back part of that on some runs, and split the batches, and cost the
 // order; none wins by more than the noise everywhere, so the default is one.
 //
-// A lone caller pays two goroutine hand-offs per call: sequential GET on
-// loopback took 57–75 µs against 40–59 µs for rdb.Do (BenchmarkDo, medians
-// of three runs), and 9
-// allocations against 6 — go-redis's per pipeline, which a batch of one pays
-// alone. Sequential INCR is fsync-bound (0.3–2 ms either way). The Pipe
-// itself allocates nothing per call beyond the returned *redis.Cmd: its
-// queues and call records are reused.
+// A lone caller pays two goroutine hand-offs per call (to the sender and
+// back). Sequential GET on loopback (BenchmarkDo, three runs, load average
+// 7 on 2 cores): 11.8–16.0 µs and 6 allocations for rdb.Do; 20.2–23.3 µs
+// and 9 allocations through a Pipe over a client that retries (a pipeline
+// per batch, and go-redis's pool take and health check); 18.3–23.5 µs and
+// 6 allocations over one that never retries, whose sender holds its
+// connection (see Connections). With 16 callers the held connection keeps
+// the batches (14 calls each) at 2 allocations per INCR and 3 per GET.
+// Sequential INCR is fsync-bound (0.1–0.4 ms either way). The Pipe itself
+// allocates nothing per call beyond the returned *redis.Cmd, and nothing
+// per batch: its queues, call records, batch context and timers are
+// reused.
+//
+// Writing a lone call on its caller's goroutine (no hand-off) would need a
+// connection the Pipe reads itself: a caller blocked in a go-redis read
+// cannot leave at its deadline, and go-redis drops a connection whose read
+// it cut, with the late reply the Pipe promises to deliver.
 //
 // # Goroutines and clients
 //
@@ -103,6 +132,9 @@
 // and one short-lived goroutine per late callback. Close ends them all. A Pipe
 // never closes its client; it takes any go-redis client (ClusterClient and
 // Ring split each batch by node themselves). Batches run under their own
-// context (context.Background), not their callers': go-redis hooks see the
-// batch, without the callers' context values.
+// context, not their callers': go-redis hooks see the batch, without the
+// callers' context values. That context is the sender's, reused from batch
+// to batch (its deadline armed anew, one timer closing its Done channel),
+// so that a batch allocates no context and starts no timer of its own; a
+// hook must not keep it past the batch.
 package autopipe

@@ -39,10 +39,13 @@ func WithOverdueAfter(d time.Duration) Option {
 }
 
 // watch marks b in flight and arms its overdue timer for when it is due
-// (see due; none if a call has no deadline).
+// (see due; none if a call has no deadline), after freshening its
+// connection.
 func (p *Pipe) watch(b *batch, latest time.Time) {
+	now := time.Now()
+	p.freshen(b, now)
 	p.mu.Lock()
-	b.inFlight, b.latest, b.released = true, p.due(latest, time.Now()), false
+	b.inFlight, b.latest, b.released = true, p.due(latest, now), false
 	due := b.latest
 	p.mu.Unlock()
 	if !due.IsZero() {

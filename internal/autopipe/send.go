@@ -1,7 +1,6 @@
 package autopipe
 
 import (
-	"context"
 	"runtime"
 	"time"
 
@@ -11,9 +10,13 @@ import (
 // A batch is a sender's working set, reused from one round trip to the next.
 type batch struct {
 	pl    redis.Pipeliner // reusable: Exec empties it
+	conn  *redis.Conn     // the sender's own connection (see lane), or nil
+	taken time.Time       // when conn was taken from the pool
+	used  time.Time       // when its last batch ended
 	calls []*call         // taken from the queue, swapped with it
 	cmds  []redis.Cmder   // the commands of calls still wanted
 
+	ctx     *batchCtx   // the context of every batch of the sender
 	overdue *time.Timer // fires at latest: the batch's callers have all gone
 
 	// Guarded by Pipe.mu.
@@ -27,10 +30,11 @@ type batch struct {
 // until it has waited idleTimeout for work or the Pipe is closed.
 func (p *Pipe) send() {
 	defer p.wg.Done()
-	b := &batch{pl: p.rdb.Pipeline()}
+	b := &batch{ctx: newBatchCtx()}
+	p.lane(b)
 	b.overdue = time.AfterFunc(time.Hour, func() { p.release(b) })
 	b.overdue.Stop()
-	defer b.overdue.Stop()
+	defer b.end()
 	idle := time.NewTimer(p.idleTimeout)
 	idle.Stop()
 	for p.next(b, idle) {
@@ -127,12 +131,13 @@ func (p *Pipe) run(b *batch) bool {
 		// Errors are per command: a Redis error reply stays its command's,
 		// a connection error is set on every command of the batch.
 		latest := latestDeadline(kept)
-		ctx, cancel := p.batchContext(latest)
+		p.batchContext(b, latest)
 		p.watch(b, latest)
-		_ = b.pl.BatchProcess(ctx, b.cmds...)
-		_, err := b.pl.Exec(ctx)
-		cancel()
-		unread(b.cmds, err)
+		_ = b.pl.BatchProcess(b.ctx, b.cmds...)
+		_, err := b.pl.Exec(b.ctx)
+		b.ctx.disarm()
+		b.used = time.Now()
+		p.mend(b, err, unread(b.cmds, err))
 		keep = p.landed(b)
 		p.inFlight.Add(-1)
 		for _, c := range kept {
@@ -145,9 +150,9 @@ func (p *Pipe) run(b *batch) bool {
 	return keep
 }
 
-// batchContext returns the context of a batch whose calls' latest deadline
-// is latest (zero if a call has none): never cancelled by a caller giving
-// up, so that a batch is read to its end — its callers may have given up,
+// batchContext arms b.ctx, the context of a batch whose calls' latest
+// deadline is latest (zero if a call has none): never cancelled by a caller
+// giving up, so that a batch is read to its end — its callers may have given up,
 // but their late replies are still wanted — yet ending p.lateWindow after
 // latest: go-redis checks it before dialing and between its retries, so a
 // dead server cannot hold a batch for its dial retries, and a client with
@@ -155,21 +160,23 @@ func (p *Pipe) run(b *batch) bool {
 // drops its connection). A client without it reads until its own
 // ReadTimeout; the batch then goes overdue (see release) and stops holding
 // up the calls behind it.
-func (p *Pipe) batchContext(latest time.Time) (context.Context, context.CancelFunc) {
+func (p *Pipe) batchContext(b *batch, latest time.Time) {
 	if latest.IsZero() {
-		return context.Background(), func() {}
+		b.ctx.arm(time.Time{})
+		return
 	}
-	return context.WithDeadline(context.Background(), latest.Add(p.lateWindow))
+	b.ctx.arm(latest.Add(p.lateWindow))
 }
 
 // unread sets on every command of a batch that was never read — neither
 // a reply nor an error — err, the batch's error, as a setup error: go-redis
 // leaves a Redis error from setting up the batch's connection (its
 // handshake: AUTH, HELLO, SELECT) off the commands, as if it were one
-// command's reply, and the caller would see an empty reply instead.
-func unread(cmds []redis.Cmder, err error) {
+// command's reply, and the caller would see an empty reply instead. It
+// reports whether it found such commands.
+func unread(cmds []redis.Cmder, err error) bool {
 	if err == nil {
-		return
+		return false
 	}
 	var setup error
 	for _, c := range cmds {
@@ -180,6 +187,7 @@ func unread(cmds []redis.Cmder, err error) {
 			cmd.SetErr(setup)
 		}
 	}
+	return setup != nil
 }
 
 // latestDeadline is the latest deadline of calls, or zero if one has none.

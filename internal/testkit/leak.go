@@ -25,10 +25,11 @@ func LeakIgnores() []goleak.Option {
 
 // Main runs m's tests, then fails the run if any goroutine is left but
 // go-redis's own (LeakIgnores): the TestMain of a package whose tests start
-// goroutines over a lab. Its examples, which run on real masters, are
-// skipped where no redis-server is installed (see
-// redislab.SkipExamplesWithoutServer).
+// goroutines over a lab. go-redis's log is silenced (QuietRedis; REDIS_LOG=1
+// keeps it). Its examples, which run on real masters, are skipped where no
+// redis-server is installed (see redislab.SkipExamplesWithoutServer).
 func Main(m *testing.M) {
+	QuietRedis()
 	redislab.SkipExamplesWithoutServer()
 	goleak.VerifyTestMain(m, LeakIgnores()...)
 }

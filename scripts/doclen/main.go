@@ -4,6 +4,7 @@
 // Usage, from the repository root:
 //
 //	go run ./scripts/doclen [-top 20] [-all] dir...
+//	go run ./scripts/doclen -check
 //
 // Each dir is read as one package (tests left out) and reported on its own;
 // with several dirs a total follows. A name is what go doc lists: each
@@ -14,6 +15,13 @@
 // -members, exported struct fields and interface methods count too (as
 // Type.Name). With no dir it measures the public packages of the
 // repository: redlock, quorum, clock and redlock/redlocktest.
+//
+// With -check it measures nothing and fails (exit 1, one line per problem)
+// when a public package's doc is longer than its bound (docBounds), when an
+// exported name's comment points at the package doc ("see doc.go, …")
+// instead of stating its contract, or when docs/ARCHITECTURE.md names a file
+// or a redlock symbol that does not exist. make vet runs it, and its test
+// runs it in make unit.
 package main
 
 import (
@@ -21,10 +29,7 @@ import (
 	"fmt"
 	"go/ast"
 	"go/doc"
-	"go/parser"
-	"go/token"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -42,7 +47,22 @@ func main() {
 	top := flag.Int("top", 20, "how many of the longest comments to list")
 	all := flag.Bool("all", false, "list every name, not only the longest")
 	flag.BoolVar(&withMembers, "members", false, "count exported struct fields and interface methods too")
+	check := flag.Bool("check", false, "check doc bounds, pointer comments and docs/ARCHITECTURE.md; measure nothing")
 	flag.Parse()
+	if *check {
+		problems, err := checkAll(".")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "doclen:", err)
+			os.Exit(1)
+		}
+		for _, p := range problems {
+			fmt.Fprintln(os.Stderr, "doclen:", p)
+		}
+		if len(problems) > 0 {
+			os.Exit(1)
+		}
+		return
+	}
 	dirs := flag.Args()
 	if len(dirs) == 0 {
 		dirs = []string{"redlock", "quorum", "clock", "redlock/redlocktest"}
@@ -68,23 +88,7 @@ func must(es []entry, err error) []entry {
 
 // measure returns the exported names of the package in dir, tests left out.
 func measure(dir string) ([]entry, error) {
-	fset := token.NewFileSet()
-	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		return nil, err
-	}
-	var files []*ast.File
-	for _, path := range paths {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, f)
-	}
-	dp, err := doc.NewFromFiles(fset, files, "./"+filepath.ToSlash(dir))
+	dp, err := parseDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +128,17 @@ func named(p *doc.Package) []entry {
 // interface type.
 func members(t *doc.Type) []entry {
 	var es []entry
+	for _, c := range memberTexts(t) {
+		es = append(es, size(c.name, c.text))
+	}
+	return es
+}
+
+// memberTexts lists the exported fields of a struct type, or the methods of
+// an interface type, as Type.Name, each with its comment (or, lacking one,
+// the comment on its line).
+func memberTexts(t *doc.Type) []comment {
+	var cs []comment
 	for _, s := range t.Decl.Specs {
 		ts, ok := s.(*ast.TypeSpec)
 		if !ok {
@@ -146,29 +161,21 @@ func members(t *doc.Type) []entry {
 					if text == "" {
 						text = f.Comment.Text() // a comment on the field's line
 					}
-					es = append(es, size(t.Name+"."+n.Name, text))
+					cs = append(cs, comment{t.Name + "." + n.Name, text})
 				}
 			}
 		}
 	}
-	return es
+	return cs
 }
 
 // specs sizes a const or var group: as one name if its specs have no
-// comments of their own, else each exported spec with its own comment (or,
-// lacking one, the group's).
+// comments of their own, else each exported spec with its own comment, and
+// the group's comment apart.
 func specs(v *doc.Value) []entry {
 	var es []entry
-	for _, s := range v.Decl.Specs {
-		vs, ok := s.(*ast.ValueSpec)
-		if !ok || vs.Doc == nil {
-			continue
-		}
-		for _, n := range vs.Names {
-			if n.IsExported() {
-				es = append(es, size(n.Name, vs.Doc.Text()))
-			}
-		}
+	for _, c := range specTexts(v) {
+		es = append(es, size(c.name, c.text))
 	}
 	if len(es) == 0 {
 		return []entry{size(strings.Join(v.Names, ","), v.Doc)}
@@ -177,6 +184,24 @@ func specs(v *doc.Value) []entry {
 		es = append(es, size(strings.Join(v.Names, ",")+" (group)", v.Doc))
 	}
 	return es
+}
+
+// specTexts lists the exported specs of a const or var group that carry a
+// comment of their own, each with it.
+func specTexts(v *doc.Value) []comment {
+	var cs []comment
+	for _, s := range v.Decl.Specs {
+		vs, ok := s.(*ast.ValueSpec)
+		if !ok || vs.Doc == nil {
+			continue
+		}
+		for _, n := range vs.Names {
+			if n.IsExported() {
+				cs = append(cs, comment{n.Name, vs.Doc.Text()})
+			}
+		}
+	}
+	return cs
 }
 
 func size(name, text string) entry {

@@ -36,8 +36,9 @@ The command's process group:
   SIGINT ignored). --kill-group sends what is left SIGTERM (SIGKILL after
   --grace) when CMD exits instead. A process that leaves the group — setsid,
   a daemon, another job-control shell's jobs — is not waited for: once the
-  group is gone, it runs on unlocked; while the group lives, it is killed
-  with it when quorumlock dies or the group is killed after a lost lock.
+  group has exited with the lock held to the end, it runs on unlocked; it
+  is killed with the group when quorumlock dies, and after a lost lock
+  even if the group exited within --grace.
   If quorumlock dies, however it dies (kill -9 too, or of its whole process
   group), the group is killed at once by its keeper (a copy of quorumlock,
   CMD's parent, in a process group of its own), and then every other process

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -97,7 +98,7 @@ func (c *cli) guardAdvice(ns *nodeSet, f *runFlags, deadline time.Time) string {
 	// the count: the read gets startsBudget at least.
 	ctx, cancel := context.WithDeadline(context.Background(), later(deadline, time.Now().Add(startsBudget(f.nodeTimeout))))
 	defer cancel()
-	starts, longest := ns.starts(ctx, f.claim.locks(f.prefix))
+	starts, longest := ns.starts(ctx, f.claim, f.prefix)
 	v, err := f.guardSetting().view(starts, longest)
 	if err != nil {
 		return "masters within the restart guard: " + oneLine(err)
@@ -118,30 +119,37 @@ func (c *cli) guardAdvice(ns *nodeSet, f *runFlags, deadline time.Time) string {
 		young, n, v.Guard, unknown, wait)
 }
 
+// starts reads every master's start, and the longest TTL record over the
+// masters of the locks the claim takes (every permit's with --limit), with
+// redlock.Inspect: one read per key, all at once, each under ctx. A
+// master's start is the one it said reading the first key.
+func (ns *nodeSet) starts(ctx context.Context, c claim, prefix string) ([]redlock.MasterStart, time.Duration) {
+	found := make([]redlock.Inspection, len(c.keys))
+	var wg sync.WaitGroup
+	for i, key := range c.keys {
+		wg.Go(func() { found[i], _ = redlock.Inspect(ctx, ns.universal(), key, c.limit, redlock.WithPrefix(prefix)) })
+	}
+	wg.Wait()
+	starts := make([]redlock.MasterStart, len(ns.clients))
+	var longest time.Duration
+	for k, in := range found {
+		for i, n := range in.Nodes {
+			if k == 0 && n.Err == nil {
+				starts[i] = n.Start
+			}
+			longest = max(longest, n.Record)
+		}
+	}
+	return starts, longest
+}
+
 // startsBudget is the least time exit 76 gives the read of the masters'
 // starts: the node timeout, at least 100ms.
 func startsBudget(nodeTimeout time.Duration) time.Duration {
 	return max(nodeTimeout, 100*time.Millisecond)
 }
 
-// later returns the later of a and b.
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
 // guardSetting is the restart guard of run's Client.
 func (f *runFlags) guardSetting() guardSetting {
 	return guardSetting{ttl: f.ttl, guard: f.guard, guardSet: f.guardSet}
-}
-
-// oneLine joins the lines of err's message (a context error joined with a
-// quorum error, say) with "; ".
-func oneLine(err error) string {
-	if err == nil {
-		return "<nil>"
-	}
-	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
 }

@@ -61,7 +61,7 @@ func (c *cli) startJob(path string, argv, env []string) (*job, error) {
 		Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr, Env: childEnv(os.Environ(), env),
 		ExtraFiles: []*os.File{statusW, lifeR, j.tty},
 		// Out of quorumlock's group, so that a signal to that group does not
-		// kill the keeper with quorumlock (keeper.go).
+		// kill the keeper with quorumlock (run_keeper.go).
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
 	if err := j.keeper.Start(); err != nil {
 		statusR.Close()
@@ -134,6 +134,10 @@ func (j *job) kill(sig syscall.Signal) { syscall.Kill(-j.pgid, sig) }
 // closes the lifeline, as quorumlock's death would. The keeper's exit ends
 // j.events.
 func (j *job) killAll() { j.lifeline.Close() }
+
+// release tells the keeper, once CMD's group is gone and the lock held to
+// the end, to exit without killing the processes that left the group.
+func (j *job) release() { j.lifeline.Write([]byte{1}) }
 
 // forward passes sig on to CMD's group, and continues it if CMD is stopped
 // (as a shell's kill does) or has exited (what is left of the group may

@@ -4,14 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"text/tabwriter"
 	"time"
 )
-
-// newTable returns a writer that aligns tab-separated columns; Flush it.
-func newTable(w io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-}
 
 // printStatus writes st as one line per node, a verdict on the writer, the
 // readers, and with --limit the semaphore.

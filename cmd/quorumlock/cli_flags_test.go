@@ -48,6 +48,8 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"status", "--nodes", "a:1", "--key", "k", "--limit", "0"}, "--limit 0 must be in [1, 1024]"},
 		{[]string{"status", "--nodes", "a:1", "--key", "k", "--limit", "1025"}, "--limit 1025 must be in [1, 1024]"},
 		{[]string{"status", "--nodes", "a:1", "--limit", "2"}, "--key is required"},
+		// What the library refuses to read (redlock.Inspect), as run refuses to lock it.
+		{[]string{"status", "--nodes", "a:1", "--key", "k", "--prefix", "a{b"}, `prefix "a{b" contains a brace`},
 		{[]string{"demo", "--workers", "0"}, "--workers 0 must be at least 1"},
 		{[]string{"demo", "--duration", "soon"}, `invalid value "soon" for flag -duration`},
 		{[]string{"demo", "--stock", "-1"}, "--stock -1 must not be negative"},

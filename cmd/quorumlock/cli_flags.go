@@ -117,3 +117,35 @@ func positive(flag string, d time.Duration) error {
 	}
 	return nil
 }
+
+// A guardSetting is the restart guard a run's Client uses: --ttl, and
+// --restart-guard when given (else the library's default guard). status
+// shows the guard that a run with the same flags meets.
+type guardSetting struct {
+	ttl, guard time.Duration
+	guardSet   bool
+}
+
+// view is how the restart guard stands for a run with g over masters that
+// said starts, the longest TTL record on the keys being longest: the
+// library's computation (redlock.ViewRestartGuard), shared by status and
+// run's exit status 76.
+func (g guardSetting) view(starts []redlock.MasterStart, longest time.Duration) (redlock.GuardView, error) {
+	opts := []redlock.Option{redlock.WithTTL(g.ttl), redlock.WithFenceRetention(fenceRetention(g.ttl))}
+	if g.guardSet {
+		opts = append(opts, redlock.WithRestartGuard(g.guard))
+	}
+	return redlock.ViewRestartGuard(starts, longest, opts...)
+}
+
+// maxTTL bounds --ttl: the fencing state is kept fenceRetention(ttl), at
+// most redlock.MaxDuration.
+const maxTTL = redlock.MaxDuration / 2
+
+// fenceRetention is how long run's fencing state outlives the lock's last
+// grant or release: the library's default, or twice the TTL when that is
+// longer — the library refuses a retention not longer than the TTL, and
+// run has no flag for it.
+func fenceRetention(ttl time.Duration) time.Duration {
+	return max(redlock.DefaultFenceRetention, 2*ttl)
+}

@@ -40,6 +40,16 @@ func (c *cli) watch(j *job, l *redlock.Lock, f *runFlags, sigs <-chan os.Signal)
 				if j.tty != nil && stopped(j.pgid) && c.suspend(j, l, f) {
 					done, lost = nil, true
 				}
+			case ev.kind == "empty":
+				// The group is gone. After a loss nothing started under the
+				// run may outlive it, whatever its process group: the keeper
+				// kills what is left under it. Otherwise a process that left
+				// the group runs on, unlocked, as documented.
+				if lost {
+					j.killAll()
+				} else {
+					j.release()
+				}
 			case ev.kind == "exit" || ev.kind == "signal":
 				j.end(ev)
 				j.takeTerminal()

@@ -32,8 +32,9 @@ import (
 //     the lock until then.
 //
 // It reports to quorumlock on its status pipe, one line per event (see
-// keeperEvent): the group's id, CMD stopped, CMD's end; then it exits 0
-// once the group is empty.
+// keeperEvent): the group's id, CMD stopped, CMD's end, the group empty;
+// then it waits for quorumlock's word on the lifeline: released, it exits
+// 0; the lifeline closed, it kills every process left under it first.
 const keeperName = "quorumlock-keeper"
 
 // The keeper's file descriptors beside stdin, stdout and stderr.
@@ -69,9 +70,19 @@ func keep(args []string) int {
 		fmt.Fprintf(status, "error %d %s\n", startStatus(err), oneLine(err))
 		return exitOK
 	}
-	go watchLifeline(pid)
+	released := make(chan struct{})
+	go watchLifeline(pid, released)
 	fmt.Fprintf(status, "pgid %d\n", pid)
 	reapUntilEmpty(status, pid)
+	// The group is gone, but a process that left it (setsid, a daemon) may
+	// still run under the keeper. Only quorumlock knows whether the lock
+	// still holds: it releases the keeper (one byte on the lifeline), which
+	// then leaves such processes running unlocked, as documented; or, the
+	// lock lost, closes the lifeline, and they are killed (watchLifeline).
+	// Exiting here at once would hand them to init before quorumlock could
+	// have them killed.
+	fmt.Fprintln(status, "empty")
+	<-released
 	killing.Lock() // never released: once killing began, it ends the keeper
 	return exitOK
 }
@@ -107,9 +118,15 @@ func startCommand(fg bool, path string, argv []string) (int, error) {
 
 // watchLifeline kills CMD's group and every process left under the keeper
 // as soon as its end of the lifeline closes — quorumlock is gone, however
-// it died, or lost its lock — and then exits.
-func watchLifeline(pgid int) {
-	io.Copy(io.Discard, os.NewFile(keeperLifelineFD, "lifeline"))
+// it died, or lost its lock — and then exits. A byte read on the lifeline
+// (quorumlock's release, once the group is gone and the lock held to the
+// end) closes released instead.
+func watchLifeline(pgid int, released chan<- struct{}) {
+	var b [1]byte
+	if n, _ := os.NewFile(keeperLifelineFD, "lifeline").Read(b[:]); n == 1 {
+		close(released)
+		return
+	}
 	killing.Lock()
 	killEverything(pgid)
 	os.Exit(exitLockLost)

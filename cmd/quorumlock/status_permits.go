@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -43,35 +42,22 @@ type permitStatus struct {
 	agreement
 }
 
-// newSemaphore returns the empty view of limit permits of name on n nodes.
-func newSemaphore(prefix, name string, limit, n int) *semaphore {
-	s := &semaphore{Name: name, Limit: limit, LimitKey: redlock.LimitKey(prefix, name),
-		QueueKey: redlock.PermitKeys(prefix, name, 0).Queue,
-		Nodes:    make([]semaphoreNode, n), Permits: make([]permitStatus, limit)}
-	for i := range s.Permits {
-		names := redlock.PermitKeys(prefix, name, i)
+// newSemaphore returns the empty view of the permits that in read.
+func newSemaphore(in *redlock.Inspection) *semaphore {
+	n, limit := len(in.Nodes), len(in.Permits)
+	s := &semaphore{Name: in.Key, Limit: limit, LimitKey: in.LimitKey, QueueKey: in.QueueKey,
+		Nodes: make([]semaphoreNode, n), Permits: make([]permitStatus, limit)}
+	for i, names := range in.Permits {
 		s.Permits[i] = permitStatus{Permit: i, LockKey: names.Lock, FenceKey: names.Fence, Nodes: make([]holderStatus, n)}
 	}
 	return s
 }
 
-// queue adds node n's commands to pipe. It returns what reads their
-// answers, once the pipeline ran without error.
-func (s *semaphore) queue(ctx context.Context, pipe redis.Pipeliner, n int) func() {
-	limit := pipe.Get(ctx, s.LimitKey)
-	waiters := pipe.ZCard(ctx, s.QueueKey)
-	permits := make([]holderQuery, len(s.Permits))
-	for i, p := range s.Permits {
-		permits[i] = queueHolder(ctx, pipe, p.LockKey, p.FenceKey)
-	}
-	return func() {
-		node := &s.Nodes[n]
-		node.Reachable = true
-		node.Limit, _ = limit.Int64() // absent: 0
-		node.Waiters = waiters.Val()
-		for i, q := range permits {
-			s.Permits[i].Nodes[n] = q.status()
-		}
+// setNode records what node n, which answered, said of the semaphore.
+func (s *semaphore) setNode(n int, in redlock.NodeInspection) {
+	s.Nodes[n] = semaphoreNode{Reachable: true, Limit: int64(in.Limit), Waiters: in.Waiters}
+	for i, h := range in.Permits {
+		s.Permits[i].Nodes[n] = holderOf(h)
 	}
 }
 
@@ -142,10 +128,10 @@ func printSemaphore(w io.Writer, s *semaphore, st *lockStatus) error {
 // query is queryOnce, then, without --limit, once more with the limit the
 // nodes record for a semaphore of the name, if any: permits of --key held
 // by run --limit must not read as a free key.
-func query(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
-	st := queryOnce(ctx, ns, f)
-	if f.limit > 0 {
-		return st
+func query(ctx context.Context, ns *nodeSet, f *statusFlags) (*lockStatus, error) {
+	st, err := queryOnce(ctx, ns, f)
+	if err != nil || f.limit > 0 {
+		return st, err
 	}
 	limit := 0
 	for _, n := range st.Nodes {
@@ -154,13 +140,15 @@ func query(ctx context.Context, ns *nodeSet, f *statusFlags) *lockStatus {
 		}
 	}
 	if limit == 0 {
-		return st
+		return st, nil
 	}
 	again := *f
 	again.limit = limit
-	st = queryOnce(ctx, ns, &again)
+	if st, err = queryOnce(ctx, ns, &again); err != nil {
+		return nil, err
+	}
 	st.Semaphore.Detected = true
-	return st
+	return st, nil
 }
 
 // semaphoreLine says, when no node holds the key as a lock but a node

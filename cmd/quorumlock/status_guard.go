@@ -1,11 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/quorum"
+	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
 // A masterAge is one master's age against the restart guard.
@@ -27,27 +27,26 @@ type guardStatus struct {
 }
 
 // setStart records node i's start, and the longest TTL record of the
-// locks it holds (queueRecords).
-func (st *lockStatus) setStart(i int, s nodeStart, record time.Duration) {
+// locks it holds.
+func (st *lockStatus) setStart(i int, in redlock.NodeInspection) {
 	n := &st.Nodes[i]
-	n.start, n.record = s, record
-	if s.err != nil {
-		n.StartError = s.err.Error()
+	n.start, n.record = in.Start, in.Record
+	if in.StartErr != nil {
+		n.StartError = in.StartErr.Error()
 		return
 	}
-	n.RunID, n.UptimeSeconds, n.Vouched = s.runID, int64(s.uptime/time.Second), s.vouched
+	n.RunID, n.UptimeSeconds, n.Vouched = in.RunID, int64(in.Start.Uptime/time.Second), in.Start.Vouched
 }
 
 // tallyGuard sets each master's time left against the restart guard that
 // a run with g meets, and how long until a majority counts: the library's
 // computation (guardSetting.view), as run's exit status 76 says it.
 func (st *lockStatus) tallyGuard(g guardSetting) {
-	starts := make([]nodeStart, len(st.Nodes))
+	starts := make([]redlock.MasterStart, len(st.Nodes))
 	var longest time.Duration
 	for i, n := range st.Nodes {
-		starts[i], longest = n.start, max(longest, n.record)
-		if !n.Reachable {
-			starts[i] = nodeStart{err: errors.New("not reachable")}
+		if n.Reachable {
+			starts[i], longest = n.start, max(longest, n.record)
 		}
 	}
 	v, err := g.view(starts, longest)

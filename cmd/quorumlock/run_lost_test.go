@@ -19,19 +19,30 @@ func loopScript(trap string) string {
 	return trap + `; sleep 30 & echo "bg=$!"; echo started; while :; do sleep 0.05; done`
 }
 
+// setsidScript is loopScript whose background child leaves the command's
+// process group (setsid, in a new session): its pid is printed as bg=.
+func setsidScript(trap string) string {
+	return trap + `; setsid sleep 30 & echo "bg=$!"; echo started; while :; do sleep 0.05; done`
+}
+
 func TestRunLockLost(t *testing.T) {
 	cases := []struct {
 		name, trap, grace, stdout string
+		script                    func(string) string
 	}{
-		{"command exits on SIGTERM", `trap 'echo got-term; exit 3' TERM`, "10s", "got-term"},
-		{"command killed after the grace period", `trap '' TERM`, "200ms", ""},
+		{"command exits on SIGTERM", `trap 'echo got-term; exit 3' TERM`, "10s", "got-term", loopScript},
+		{"command killed after the grace period", `trap '' TERM`, "200ms", "", loopScript},
+		// The group exits at once on SIGTERM, well within the grace period;
+		// its setsid child, outside the group, must die all the same (it
+		// outlived the lock before).
+		{"process out of the group after the group exits", `trap 'echo got-term; exit 3' TERM`, "10s", "got-term", setsidScript},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			lab, nodes := startLab(t, 3)
 			lab.RequireControl(t)
 			p := start(t, "", runArgs(nodes, "lost", "--ttl", "1s", "--grace", tc.grace,
-				"--", "sh", "-c", loopScript(tc.trap))...)
+				"--", "sh", "-c", tc.script(tc.trap))...)
 			testkit.Eventually(t, 10*time.Second, "the command to start", func() bool {
 				return strings.Contains(p.stdout.String(), "started")
 			})

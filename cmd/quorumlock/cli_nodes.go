@@ -146,3 +146,57 @@ func (ns *nodeSet) close() {
 		c.Close()
 	}
 }
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// A node given by address may be one node of a Redis Cluster (INFO server
+// says redis_mode:cluster): run and trust then talk to the cluster through
+// a ClusterClient seeded with that address (members) — run locks on it as
+// one master, trust vouches for every primary of it; status leaves it to
+// redlock.Inspect, which reads the key on its slot's primary.
+
+// clusterOf returns a ClusterClient seeded with rdb's node, with rdb's
+// credentials, TLS and timeouts. The caller closes it.
+func clusterOf(rdb *redis.Client) *redis.ClusterClient {
+	o := rdb.Options()
+	return redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: []string{o.Addr}, Dialer: o.Dialer, TLSConfig: o.TLSConfig,
+		Username: o.Username, Password: o.Password, CredentialsProvider: o.CredentialsProvider, Protocol: o.Protocol,
+		DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
+		ContextTimeoutEnabled: o.ContextTimeoutEnabled, DialerRetries: o.DialerRetries,
+		MaintNotificationsConfig: o.MaintNotificationsConfig, DisableIdentity: o.DisableIdentity,
+	})
+}
+
+// members returns, per node of ns, the client trust vouches through: a
+// ClusterClient for a node in cluster mode, else the node's own client. A
+// node that does not answer INFO under timeout keeps its own client (the
+// vouch then reports why). close closes the ClusterClients.
+func (ns *nodeSet) members(timeout time.Duration) (members []redis.UniversalClient, close func()) {
+	members = make([]redis.UniversalClient, len(ns.clients))
+	var wg sync.WaitGroup
+	for i, c := range ns.clients {
+		members[i] = c
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			if c.InfoMap(ctx, "server").Item("Server", "redis_mode") == "cluster" {
+				members[i] = clusterOf(c)
+			}
+		})
+	}
+	wg.Wait()
+	return members, func() {
+		for _, m := range members {
+			if cc, ok := m.(*redis.ClusterClient); ok {
+				cc.Close()
+			}
+		}
+	}
+}

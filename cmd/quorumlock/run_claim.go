@@ -42,23 +42,6 @@ func (c claim) String() string {
 	return fmt.Sprintf("lock %q", c.keys[0])
 }
 
-// locks are the names on the nodes of the locks the claim takes (every
-// permit's with --limit), whose TTL records set the default restart guard.
-func (c claim) locks(prefix string) []string {
-	if c.limit > 0 {
-		names := make([]string, c.limit)
-		for i := range names {
-			names[i] = redlock.PermitKeys(prefix, c.keys[0], i).Lock
-		}
-		return names
-	}
-	names := make([]string, len(c.keys))
-	for i, k := range c.keys {
-		names[i] = redlock.Keys(prefix, k).Lock
-	}
-	return names
-}
-
 // try makes one attempt, and does not wait in line; a campaign always
 // waits, until ctx ends.
 func (c claim) try(ctx context.Context, client *redlock.Client) (*redlock.Lock, error) {
