@@ -8,9 +8,9 @@ import (
 // cycleAllocBudget bounds the allocations of one uncontended TryLock and
 // Unlock on five real masters, every goroutine of the process counted
 // (the calls' late answers, the watchdog's schedule and go-redis's
-// included). A cycle made about 350 when this was written (issue 26; 460
-// before), 365 under the race detector: the budget fails a change that
-// doubles them, not one that adds a few.
+// included). A cycle made about 270 when this was written (issue 26; 460
+// before its changes to the client, the transport and the scripts): the
+// budget fails a change that doubles them, not one that adds a few.
 const cycleAllocBudget = 500
 
 // TestCycleAllocations pins the allocation budget of an uncontended cycle:
