@@ -57,40 +57,19 @@ func (r *Round[T]) Run(ctx context.Context, call Call[T]) Tally[T] {
 	if r.Nodes == 0 {
 		return t
 	}
-	s := &state[T]{answers: make(chan answer[T], r.Nodes)}
+	s := &state[T]{answers: make(chan answer[T], r.Nodes), call: call, late: r.Late}
 	// Every call starts now, so one deadline serves them all; the last call
 	// to return releases it (not Run: calls may outlive the decision).
-	var cctx context.Context
-	cctx, s.cancel = context.WithTimeout(ctx, r.Timeout)
+	s.ctx, s.cancel = context.WithTimeout(ctx, r.Timeout)
 	s.running.Store(int32(r.Nodes))
-	for i := 0; i < r.Nodes; i++ {
-		r.spawn(func() {
-			v := call(cctx, i)
-			if s.running.Add(-1) == 0 {
-				s.cancel()
-			}
-			s.deliver(i, v, r.Late)
-		})
+	// One function for every call: each run takes the next node, so that
+	// a round allocates one closure, not one per node.
+	run := s.run
+	for range r.Nodes {
+		r.spawn(run)
 	}
-	timer := r.clock().NewTimer(r.Timeout)
-	defer timer.Stop()
-	t.abandoned = make([]bool, r.Nodes)
-	for i := range t.abandoned {
-		t.abandoned[i] = true
-	}
-	var gaveUp error
-	for pending := r.Nodes; pending > 0 && !r.decided(&t); {
-		select {
-		case a := <-s.answers:
-			t.Votes[a.node] = a.vote
-			t.abandoned[a.node] = false
-			pending--
-		case <-timer.C():
-			gaveUp, pending = ErrTimeout, 0
-		case <-ctx.Done():
-			gaveUp, pending = ctx.Err(), 0
-		}
-	}
+	t.abandoned = newAbandoned(r.Nodes)
+	gaveUp := r.collect(ctx, s, &t)
 	// Answers already in when the round stopped count: a round that was
 	// descheduled, or whose select picked the timer among ready answers,
 	// must not drop a reply it has received. Only calls still running fail.
@@ -99,6 +78,44 @@ func (r *Round[T]) Run(ctx context.Context, call Call[T]) Tally[T] {
 		r.fail(&t, gaveUp)
 	}
 	return t
+}
+
+// collect counts s's answers into t until the round is decided, every node
+// has answered, the timeout passes or ctx ends; it returns why it gave up
+// (nil if it did not). On the real clock the calls' shared deadline is the
+// round's timeout: no timer of its own.
+func (r *Round[T]) collect(ctx context.Context, s *state[T], t *Tally[T]) error {
+	var expired <-chan time.Time
+	var deadline <-chan struct{}
+	if c := r.clock(); c == clock.Real() {
+		deadline = s.ctx.Done()
+	} else {
+		timer := c.NewTimer(r.Timeout)
+		defer timer.Stop()
+		expired = timer.C()
+	}
+	for pending := r.Nodes; pending > 0 && !r.decided(t); {
+		select {
+		case a := <-s.answers:
+			t.Votes[a.node] = a.vote
+			t.abandoned.clear(a.node)
+			pending--
+		case <-expired:
+			return ErrTimeout
+		case <-deadline:
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case s.ctx.Err() == context.DeadlineExceeded:
+				return ErrTimeout
+			}
+			// Released by the last call: its answer is on its way.
+			deadline = nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // fail marks every pending vote Failed with err. The calls keep running, and
@@ -137,11 +154,25 @@ func (r *Round[T]) clock() clock.Clock {
 // still collecting, under a mutex so that no answer is lost between "still
 // collecting" and "late".
 type state[T any] struct {
+	call    Call[T]
+	late    func(int, Vote[T])
+	ctx     context.Context    // the calls' shared deadline
+	cancel  context.CancelFunc // releases it
+	next    atomic.Int32       // the node the next run calls
 	running atomic.Int32       // calls not yet returned
-	cancel  context.CancelFunc // releases the calls' shared deadline
 	mu      sync.Mutex
 	closed  bool
 	answers chan answer[T] // buffered for every node: a send never blocks
+}
+
+// run calls the next node and delivers its vote.
+func (s *state[T]) run() {
+	i := int(s.next.Add(1) - 1)
+	v := s.call(s.ctx, i)
+	if s.running.Add(-1) == 0 {
+		s.cancel()
+	}
+	s.deliver(i, v, s.late)
 }
 
 func (s *state[T]) deliver(node int, v Vote[T], late func(int, Vote[T])) {
@@ -167,7 +198,7 @@ func (s *state[T]) close(t *Tally[T]) {
 		select {
 		case a := <-s.answers:
 			t.Votes[a.node] = a.vote
-			t.abandoned[a.node] = false
+			t.abandoned.clear(a.node)
 		default:
 			return
 		}

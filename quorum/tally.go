@@ -66,14 +66,48 @@ type Tally[T any] struct {
 	Votes []Vote[T]
 	Need  int
 
-	abandoned []bool // calls still running when the round was decided
+	abandoned abandoned // calls still running when the round was decided
+}
+
+// abandoned is a set of nodes: a bit mask up to 64 nodes, so that a round
+// allocates nothing for it, a slice beyond. The zero value is empty.
+type abandoned struct {
+	mask uint64
+	many []bool
+}
+
+// newAbandoned returns the set of every node of n.
+func newAbandoned(n int) abandoned {
+	if n > 64 {
+		many := make([]bool, n)
+		for i := range many {
+			many[i] = true
+		}
+		return abandoned{many: many}
+	}
+	return abandoned{mask: 1<<n - 1} // n == 64: 1<<64 - 1 wraps to all ones
+}
+
+func (a *abandoned) clear(node int) {
+	if a.many != nil {
+		a.many[node] = false
+		return
+	}
+	a.mask &^= 1 << node
+}
+
+func (a *abandoned) has(node int) bool {
+	if a.many != nil {
+		return a.many[node]
+	}
+	return node >= 0 && node < 64 && a.mask&(1<<node) != 0
 }
 
 // Abandoned reports whether node's call was still running when the round
 // was decided — its vote is Pending, or Failed by the timeout or the end of
 // the round's context — so that its real answer will reach Late.
 func (t *Tally[T]) Abandoned(node int) bool {
-	return t.abandoned != nil && t.abandoned[node]
+	return t.abandoned.has(node)
 }
 
 // Count returns the number of votes with outcome o.

@@ -25,7 +25,11 @@ type lateWatch[T any] struct {
 // watchLate makes r's Late, after what it already does, hand report each
 // late vote of a call the round was decided without. The caller must call
 // decided with the round's tally as soon as Run returns: Late waits for it.
+// A nil report (no one to tell) watches nothing, and returns nil.
 func watchLate[T any](r *quorum.Round[T], report func(n int, v quorum.Vote[T])) *lateWatch[T] {
+	if report == nil {
+		return nil
+	}
 	w := &lateWatch[T]{ready: make(chan struct{})}
 	next := r.Late
 	r.Late = func(n int, v quorum.Vote[T]) {
@@ -42,6 +46,9 @@ func watchLate[T any](r *quorum.Round[T], report func(n int, v quorum.Vote[T])) 
 
 // decided hands w the round's tally t.
 func (w *lateWatch[T]) decided(t *quorum.Tally[T]) {
+	if w == nil {
+		return
+	}
 	w.votes = t.Votes
 	close(w.ready)
 }
@@ -63,7 +70,11 @@ func lateError(err error) error {
 
 // reportLate returns a lateWatch report that tells a's observers, as a
 // NodeFailed of op, each late vote that failed.
+// It is nil when a has no observers: there is no one to tell.
 func reportLate[T any](ctx context.Context, a *acquisition, op string) func(int, quorum.Vote[T]) {
+	if len(a.cfg.observers) == 0 {
+		return nil
+	}
 	return func(n int, v quorum.Vote[T]) {
 		if v.Outcome == quorum.Failed && v.Err != errInFlight {
 			a.reportFailure(ctx, op, n, v.Err)

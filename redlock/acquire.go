@@ -104,19 +104,51 @@ func (a *acquisition) waitInLine(ctx context.Context) (*Lock, error) {
 	return l, err
 }
 
+// refusedByMajority reports whether err, a failed attempt's, was refused
+// by a majority of the nodes: the key is held, or others wait ahead, on
+// most of them, and its release or their departure will be announced. An
+// attempt that failed otherwise — grants split among waiters, undone
+// without a word — is retried on the backoff.
+func refusedByMajority(err error) bool {
+	var qe *QuorumError
+	if !errors.As(err, &qe) {
+		return false
+	}
+	n := 0
+	for _, v := range qe.Votes {
+		if v.Outcome == Refused {
+			n++
+		}
+	}
+	return n >= qe.Need
+}
+
 // retry makes attempts, in line, until one succeeds or ctx ends; between
 // attempts it sleeps a backoff, shortened to the holder's remaining lease,
-// or until a release is announced on its line's channels (line).
+// or until a release is announced on its line's channels (line). Once the
+// bell is known to hear those announcements (bell.hears) since before an
+// attempt, a majority's refusal of that attempt needs no quick retry — the release
+// wakes the waiter it names, and the others wait for theirs: the backoff
+// is then at least the longest retry delay, the fallback for a lost
+// wake-up.
 func (a *acquisition) retry(ctx context.Context) (*Lock, error) {
 	c, cfg := a.c, &a.cfg
 	w := &place{ticket: strconv.FormatInt(cfg.clock.Now().UnixMilli(), 10)}
 	b := cfg.backoff()
+	channels := a.line().channels()
 	var wake <-chan struct{}
+	stop := func() {}
+	defer func() { stop() }()
+	listen := func() { wake, stop = c.bell.listen(channels, a.id.queueMember()) }
+	if c.bell.hears(channels) { // other waiters of this Client listen already
+		listen()
+	}
 	var last error = ErrNotObtained
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, a.giveUp(ctx, w, a.stopped(ctx, err, last))
 		}
+		heard := wake != nil && a.limit == 0 && c.bell.hears(channels)
 		l, hint, err := a.attempt(ctx, w)
 		if err == nil { // the holder keeps its place in line until Unlock takes it out
 			return l, nil
@@ -126,14 +158,14 @@ func (a *acquisition) retry(ctx context.Context) (*Lock, error) {
 		if !errors.Is(err, ErrNotObtained) || hopeless(err) {
 			return nil, a.giveUp(ctx, w, err)
 		}
-		last = err
+		last, w.queued = err, true
 		if wake == nil {
-			var stop func()
-			wake, stop = c.bell.listen(a.line().channels(), a.id.queueMember())
-			defer stop()
-			w.queued = true
+			listen()
 		}
 		delay := b.NextBackOff()
+		if heard && refusedByMajority(err) {
+			delay = max(delay, cfg.retryMax)
+		}
 		if hint > 0 && hint < delay {
 			delay = hint
 		}

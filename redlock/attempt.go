@@ -34,6 +34,10 @@ type acquisition struct {
 	decide func(*quorum.Tally[[]int64]) bool
 
 	gr *guardRound // one attempt's records of the TTLs in use (guard.go)
+
+	box      *boxes // values every call repeats, boxed once (callargs.go)
+	holdText string // the hold holdArg boxes (callargs.go)
+	holdArg  any
 }
 
 // newAcquisition checks ctx and keys, applies opts over the Client's
@@ -57,17 +61,32 @@ func (c *Client) newAcquisition(ctx context.Context, keys []string, opts []Optio
 	if !c.begin() {
 		return nil, ErrClosed
 	}
-	return &acquisition{c: c, cfg: cfg, keys: keys, key: strings.Join(keys, ","),
-		kss: newKeysets(cfg.prefix, keys), id: cfg.identity(kind), op: "lock"}, nil
+	kss, names := c.keys.keysOf(cfg.prefix, keys)
+	a := &acquisition{c: c, cfg: cfg, keys: keys, key: joinKeys(keys), kss: kss, id: cfg.identity(kind), op: "lock"}
+	a.box = newBoxes(c, &a.cfg, kss, names, a.id.owner)
+	return a, nil
+}
+
+// joinKeys is keys joined by commas, without an allocation for one key.
+func joinKeys(keys []string) string {
+	if len(keys) == 1 {
+		return keys[0]
+	}
+	return strings.Join(keys, ",")
 }
 
 // withHold returns a copy of a for one attempt, under a hold of its own:
 // undoing one attempt never undoes the next.
 func (a *acquisition) withHold() *acquisition {
-	at := *a
+	both := &struct { // one allocation for the two
+		at acquisition
+		gr guardRound
+	}{at: *a}
+	at := &both.at
 	at.id.hold = rand.Text()
-	at.gr = &guardRound{}
-	return &at
+	at.holdText, at.holdArg = at.id.hold, at.id.hold
+	at.gr = &both.gr
+	return at
 }
 
 // forKeys returns a copy of a for the keys kss: a semaphore's attempt, once
@@ -93,11 +112,12 @@ func (a *acquisition) attempt(ctx context.Context, w *place) (*Lock, time.Durati
 		at.late(ctx, n, v, l, w)
 	}
 	lw := watchLate(r, reportLate[[]int64](ctx, at, a.op))
-	calls := at.calls(w.ticket)
+	calls, per := at.calls(w.ticket), at.valuesPerVote()
+	values := make([]int64, per*len(calls)) // each node's vote's, one allocation
 	start := cfg.clock.Now()
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[[]int64] {
-		reply, err := at.ask(ctx, n, calls[n])
-		return at.vote(n, reply, err)
+		reply, err := at.ask(ctx, n, &calls[n])
+		return at.voteInto(values[n*per:n*per:(n+1)*per], n, reply, err)
 	})
 	lw.decided(&t)
 	at.resolveGuard(&t)
@@ -187,7 +207,7 @@ func (a *acquisition) ask(ctx context.Context, n int, sc *scriptCall) ([]any, er
 // calls returns each node's acquire.lua call — racquire.lua's for a
 // reader, permit.lua's for a semaphore: with restart detection on, each
 // carries the node's LASTSAVE as this Client last saw it.
-func (a *acquisition) calls(ticket string) []*scriptCall {
+func (a *acquisition) calls(ticket string) []scriptCall {
 	if a.limit > 0 {
 		return a.permitCalls(ticket)
 	}
@@ -195,30 +215,8 @@ func (a *acquisition) calls(ticket string) []*scriptCall {
 	if a.id.kind == reader {
 		s = racquireScript
 	}
-	cfg := &a.cfg
-	args := commonArgs(0, a.id.owner, a.id.hold, cfg.ttl, cfg.retention, ticket, cfg.queueLease())
-	return a.perNode(newScriptCall(s, a.kss.scriptKeys(5), args...))
-}
-
-// perNode returns an attempt's call base for each node: with restart
-// detection on, base's last argument becomes the node's LASTSAVE as this
-// Client last saw it, and the start records of the attempt's slot are
-// declared.
-func (a *acquisition) perNode(base *scriptCall) []*scriptCall {
-	calls := make([]*scriptCall, len(a.c.nodes))
-	// Under the default guard, while a node is young every node reports the
-	// TTL record of the keys ("+"): the young node's grant counts by them.
-	record := ""
-	if a.cfg.defaultGuard() && a.c.anyYoung(a.cfg.ttl, a.cfg.clock.Now()) {
-		record = "+"
-	}
-	for n, node := range a.c.nodes {
-		calls[n] = base
-		if a.cfg.detectRestarts() {
-			calls[n] = base.withStart(record+node.lastSaved(), node.startKeys(a.kss[0].Lock))
-		}
-	}
-	return calls
+	pre := a.holderArgs(true, ticket)
+	return a.perNode(a.newCall(s, 5, &pre, 0))
 }
 
 // vote reads node n's reply to a's call: a grant's value is the token of
@@ -226,6 +224,20 @@ func (a *acquisition) perNode(base *scriptCall) []*scriptCall {
 // semaphore's, the token and the permit); a refusal's, the holder's
 // remaining lease.
 func (a *acquisition) vote(n int, reply []any, err error) quorum.Vote[[]int64] {
+	return a.voteInto(nil, n, reply, err)
+}
+
+// valuesPerVote is the room a vote of a's needs: a token per key and the
+// clock flag, or a semaphore's token and permit (and a spare).
+func (a *acquisition) valuesPerVote() int {
+	if a.limit > 0 {
+		return 3
+	}
+	return len(a.kss) + 1
+}
+
+// voteInto is vote, its value written into into when it has room.
+func (a *acquisition) voteInto(into []int64, n int, reply []any, err error) quorum.Vote[[]int64] {
 	keys := len(a.kss)
 	if a.limit > 0 {
 		if v, ok := limitVote(reply, err); ok {
@@ -240,7 +252,10 @@ func (a *acquisition) vote(n int, reply []any, err error) quorum.Vote[[]int64] {
 	granted, ok1 := replyInt(reply, 0)
 	first, ok := replyInt(reply, 1)
 	ok = ok && ok1
-	values := append(make([]int64, 0, keys+1), first)
+	if cap(into) < keys+1 {
+		into = make([]int64, 0, keys+1)
+	}
+	values := append(into[:0], first)
 	for i := 1; ok && granted >= grantedCounter && i < keys; i++ {
 		var v int64
 		v, ok = replyInt(reply, 1+i)

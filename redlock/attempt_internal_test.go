@@ -35,7 +35,7 @@ func TestResentAttemptIsIdempotent(t *testing.T) {
 	send := func() []int64 {
 		t.Helper()
 		tally := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[[]int64] {
-			reply, err := c.exec(ctx, n, a.calls("")[n]).Slice()
+			reply, err := c.exec(ctx, n, &a.calls("")[n]).Slice()
 			return a.vote(n, reply, err)
 		})
 		if !tally.Won() || tally.Count(quorum.Granted) != 3 {
@@ -67,7 +67,7 @@ func TestResentAttemptIsIdempotent(t *testing.T) {
 	other := *a
 	other.id = identity{owner: "owner-2", hold: "hold-2"}
 	for i := range nodes {
-		reply, err := c.exec(ctx, i, other.calls("")[i]).Slice()
+		reply, err := c.exec(ctx, i, &other.calls("")[i]).Slice()
 		v := other.vote(i, reply, err)
 		if v.Outcome != quorum.Refused || v.Value[0] <= 0 {
 			t.Errorf("node %d: another owner's attempt = %v (pttl %d), want refused with the remaining TTL", i, v.Outcome, v.Value[0])

@@ -36,6 +36,10 @@ type ear struct {
 	ps   *redis.PubSub
 	ops  chan subscription
 	quit chan struct{} // closed when nobody waits any more: the ear stops
+	// live are the channels the server confirmed subscribed on this
+	// connection, until it confirms their unsubscription or the
+	// connection fails; guarded by the bell's mutex.
+	live map[string]bool
 }
 
 type subscription struct {
@@ -86,6 +90,9 @@ func (b *bell) forget(channel string, wake chan struct{}) {
 		return
 	}
 	delete(b.waiters, channel)
+	for _, e := range b.ears { // until subscribed again and confirmed
+		delete(e.live, channel)
+	}
 	if len(b.waiters) > 0 {
 		b.tell(subscription{channel, false})
 		return
@@ -154,10 +161,17 @@ func (e *ear) hear(b *bell, timeout time.Duration) {
 			b.ring(m.Channel, m.Payload)
 			continue
 		}
+		if m, ok := msg.(*redis.Subscription); ok && err == nil {
+			b.confirmed(e, m)
+			continue
+		}
 		var ne net.Error
 		if err == nil || errors.As(err, &ne) && ne.Timeout() {
 			continue
 		}
+		// The connection failed: what it misses until go-redis subscribes
+		// again on a new one is lost.
+		b.deaf(e)
 		pause := time.NewTimer(timeout)
 		select {
 		case <-e.quit:
@@ -190,4 +204,49 @@ func (b *bell) ring(channel, first string) {
 		default: // already rung
 		}
 	}
+}
+
+// confirmed records the server's confirmation m of a (un)subscription on
+// e's connection: from a subscription's confirmation on, every message
+// published on its channel reaches e.
+func (b *bell) confirmed(e *ear, m *redis.Subscription) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case m.Kind == "subscribe" && b.waiters[m.Channel] != nil:
+		if e.live == nil {
+			e.live = map[string]bool{}
+		}
+		e.live[m.Channel] = true
+	case m.Kind == "unsubscribe":
+		delete(e.live, m.Channel)
+	}
+}
+
+// deaf forgets e's confirmations: its connection failed.
+func (b *bell) deaf(e *ear) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e.live = nil
+}
+
+// hears reports whether a release announced on any of channels reaches
+// this Client's waiters: every channel is confirmed subscribed on a
+// majority of the nodes, so that a release, which reaches a majority,
+// is announced on at least one of them.
+func (b *bell) hears(channels []string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, ch := range channels {
+		n := 0
+		for _, e := range b.ears {
+			if e.live[ch] {
+				n++
+			}
+		}
+		if n < len(b.c.nodes)/2+1 {
+			return false
+		}
+	}
+	return true
 }

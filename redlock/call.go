@@ -27,18 +27,24 @@ func newScriptCall(s *script, keys []string, args ...any) *scriptCall {
 
 // withStart returns a copy of sc whose restart argument is last (prelude.lua:
 // restart) and whose last KEYS are start, the records start_info reads
-// (node.startKeys).
-func (sc *scriptCall) withStart(last string, start []string) *scriptCall {
+// (node.startKeys), written into into (nil: a new one) with its
+// arguments in buf when it has room.
+func (sc *scriptCall) withStart(into *scriptCall, buf []any, last any, start []any) *scriptCall {
 	keys := sc.evalsha[2].(int)
-	a := make([]any, 0, len(sc.evalsha)+len(start))
-	a = append(a, sc.evalsha[:3+keys]...)
-	for _, k := range start {
-		a = append(a, k)
+	a := buf[:0]
+	if cap(a) < len(sc.evalsha)+len(start) {
+		a = make([]any, 0, len(sc.evalsha)+len(start))
 	}
+	a = append(a, sc.evalsha[:3+keys]...)
+	a = append(a, start...)
 	a = append(a, sc.evalsha[3+keys:]...)
 	a[2] = keys + len(start)
 	a[3+keys+len(start)+argRestart] = last
-	return &scriptCall{s: sc.s, evalsha: a}
+	if into == nil {
+		into = new(scriptCall)
+	}
+	*into = scriptCall{s: sc.s, evalsha: a}
+	return into
 }
 
 // execAlone runs sc on node n outside any round — a late answer's follow-up

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,6 +22,9 @@ import (
 type Client struct {
 	nodes []*node
 	cfg   config
+	// durArgs are cfg's durations boxed for the scripts (callargs.go).
+	durArgs atomic.Pointer[durationArgs]
+	keys    keyCache // names of keys recently locked, boxed (callargs.go)
 
 	bell     bell
 	renewals renewer

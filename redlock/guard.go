@@ -109,8 +109,11 @@ func (y *youngGrant) Error() string {
 func (g *guardRound) resolve(t *quorum.Tally[[]int64], ttl time.Duration, now time.Time) {
 	guard := g.guard(ttl)
 	for i, v := range t.Votes {
+		if v.Outcome != quorum.Failed {
+			continue // y below escapes: not declared for every vote
+		}
 		var y *youngGrant
-		if v.Outcome != quorum.Failed || !errors.As(v.Err, &y) {
+		if !errors.As(v.Err, &y) {
 			continue
 		}
 		if err := y.st.counted(guard, now); err != nil {

@@ -27,6 +27,8 @@ type node struct {
 	master atomic.Bool  // ROLE confirmed a master (or the node is a cluster)
 	cause  failureCause // why its calls last failed (cause.go)
 
+	saved atomic.Pointer[savedArg] // the last restart argument, boxed (callargs.go)
+
 	mu     sync.Mutex
 	starts map[string]*startState // per answering server (starts.go): its node ID, "" on a plain master
 }

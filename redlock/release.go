@@ -86,19 +86,20 @@ func (a *acquisition) releaseOn(ctx context.Context, n int, kind releaseKind, to
 // releaseCall is release.lua's call for kind — rrelease.lua's for a reader;
 // tokens are the counters to raise, one per key, or nil to raise none.
 func (a *acquisition) releaseCall(kind releaseKind, tokens []int64) *scriptCall {
-	cfg, kss, id := &a.cfg, a.kss, a.id
+	kss, id := a.kss, a.id
 	if id.kind == reader {
 		return a.rreleaseCall(kind, tokens)
 	}
-	mode, announce := "0", ""
+	var mode, announce any = "0", "" // boxed as constants: no allocation
 	switch kind {
 	case unlockLock:
 		mode, announce = "1", "1"
 	case unlockHold:
 		announce = "1"
 	}
-	args := commonArgs(2+2*len(kss), id.owner, id.hold, 0, cfg.retention, "", 0)
-	args = append(args, mode, announce)
+	pre := a.holderArgs(false, "")
+	sc := a.newCall(releaseScript, 4, &pre, 2+2*len(kss))
+	args := append(sc.evalsha, mode, announce)
 	for i := range kss {
 		var token int64
 		if tokens != nil {
@@ -106,17 +107,18 @@ func (a *acquisition) releaseCall(kind releaseKind, tokens []int64) *scriptCall 
 		}
 		args = append(args, token)
 	}
-	for _, k := range kss {
-		args = append(args, k.Channel)
+	for i := range kss {
+		args = append(args, a.channelArg(i))
 	}
-	return newScriptCall(releaseScript, kss.scriptKeys(4), args...)
+	sc.evalsha = args
+	return sc
 }
 
 // rreleaseCall is rrelease.lua's call for a reader's holding of its key: an
 // Unlock — of a reentrant owner's hold or not, since each reader is a hold
 // of its own — or an undo.
 func (a *acquisition) rreleaseCall(kind releaseKind, tokens []int64) *scriptCall {
-	cfg, ks, id := &a.cfg, a.kss[0], a.id
+	ks := a.kss[0]
 	unlock := ""
 	if kind != undoHold {
 		unlock = "1"
@@ -125,8 +127,10 @@ func (a *acquisition) rreleaseCall(kind releaseKind, tokens []int64) *scriptCall
 	if tokens != nil {
 		token = tokens[0]
 	}
-	args := commonArgs(3, id.owner, id.hold, 0, cfg.retention, "", 0)
-	return newScriptCall(rreleaseScript, keysets{ks}.scriptKeys(5), append(args, unlock, token, ks.Channel)...)
+	pre := a.holderArgs(false, "")
+	sc := a.newCall(rreleaseScript, 5, &pre, 3)
+	sc.evalsha = append(sc.evalsha, unlock, token, ks.Channel)
+	return sc
 }
 
 func releaseVote(reply int64, err error) quorum.Vote[int64] {

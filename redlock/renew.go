@@ -20,10 +20,11 @@ import (
 type renewer struct {
 	c *Client
 
-	mu    sync.Mutex
-	queue dueQueue
-	timer clock.Timer // armed for the earliest due lock; nil before the first
-	armed bool
+	mu       sync.Mutex
+	queue    dueQueue
+	timer    clock.Timer // armed for the earliest due lock; nil before the first
+	armed    bool
+	armedFor time.Time // the due time the timer is armed for
 }
 
 // maxBatch bounds the locks of one batched extension.
@@ -59,7 +60,9 @@ func (r *renewer) remove(l *Lock) {
 }
 
 // arm sets the timer for the earliest due lock, or stops it when none is
-// scheduled, so that no timer is left once every lock ended. r.mu held.
+// scheduled, so that no timer is left once every lock ended. A timer
+// already armed for the earliest due time is left as it is: locks come
+// and go behind the first without touching it. r.mu held.
 func (r *renewer) arm() {
 	if len(r.queue) == 0 {
 		if r.armed {
@@ -68,7 +71,12 @@ func (r *renewer) arm() {
 		}
 		return
 	}
-	d := r.queue[0].due.Sub(r.c.cfg.clock.Now())
+	first := r.queue[0].due
+	if r.armed && first.Equal(r.armedFor) {
+		return
+	}
+	r.armedFor = first
+	d := first.Sub(r.c.cfg.clock.Now())
 	if r.timer == nil {
 		r.timer = r.c.cfg.clock.AfterFunc(d, r.fire)
 	} else {

@@ -99,7 +99,7 @@ const permitIndex = 1
 
 // permitCalls returns each node's permit.lua call: every node grants a free
 // permit, the first from a.prefer, so that nodes in one state pick the same.
-func (a *acquisition) permitCalls(ticket string) []*scriptCall {
+func (a *acquisition) permitCalls(ticket string) []scriptCall {
 	cfg := &a.cfg
 	keys := make([]string, 0, 2*a.limit+3)
 	for _, p := range a.kss {
