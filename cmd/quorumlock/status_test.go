@@ -49,14 +49,16 @@ func TestStatusJSON(t *testing.T) {
 		if n.Addr != lab.Nodes[i].Addr() || !n.Reachable || n.Owner != st.Owner || n.TTLMillis <= 0 || n.Holds != 1 || n.Fence <= 0 {
 			t.Errorf("node %d: %+v; want %s, owner %s, a TTL, 1 hold, a fence", i, n, lab.Nodes[i].Addr(), st.Owner)
 		}
-		if n.Fence >= l.Token() {
+		// A granting node's counter is the token, or was written back to it,
+		// or — a grant from the node's clock — is within half the TTL (one
+		// minute: holdLock) of it, needing no write-back (docs/SAFETY.md,
+		// "Tokens without a write-back round").
+		if n.Fence >= l.Token()-int64((30*time.Second).Microseconds()) {
 			fenced++
 		}
 	}
-	// The token was written back to a majority; a node that granted after the
-	// majority was counted keeps its own counter, above or below it.
 	if fenced < st.Need {
-		t.Errorf("%d nodes have a fence ≥ the token %d, want a majority (%d)", fenced, l.Token(), st.Need)
+		t.Errorf("%d nodes have a fence within half the TTL of the token %d or above, want a majority (%d)", fenced, l.Token(), st.Need)
 	}
 
 	lab.Kill(t, spare)

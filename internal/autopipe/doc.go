@@ -53,7 +53,10 @@
 //
 // # Connections
 //
-// Over a plain *redis.Client with MaxRetries -1, each sending goroutine
+// By default every batch takes its connection from the client's pool,
+// whose health check finds a connection the server closed — a restarted
+// master — before a batch is written on it. With WithHeldConnections, over
+// a plain *redis.Client with MaxRetries -1, each sending goroutine
 // holds one connection (redis.Conn) from batch to batch: a batch then takes
 // nothing from the pool — no pool look-up, no health check (a peek at the
 // socket, a system call), about ten fewer allocations. The sender hands it

@@ -23,7 +23,8 @@ const (
 	heldIdle = 100 * time.Millisecond
 )
 
-// lane gives the sender of b what it writes its batches on. Over a plain
+// lane gives the sender of b what it writes its batches on. With
+// WithHeldConnections, over a plain
 // *redis.Client that never retries (MaxRetries -1), that is a connection
 // of its own, held from one batch to the next (redis.Conn): a batch then
 // takes no connection from the pool, and pays neither the pool's health
@@ -33,7 +34,7 @@ const (
 // (ClusterClient, Ring) split each batch by node, on their pools. (go-redis
 // turns MaxRetries -1 into 0 in the client's options.)
 func (p *Pipe) lane(b *batch) {
-	if rc, ok := p.rdb.(*redis.Client); ok && rc.Options().MaxRetries == 0 {
+	if rc, ok := p.rdb.(*redis.Client); ok && p.held && rc.Options().MaxRetries == 0 {
 		b.conn, b.taken = rc.Conn(), time.Now()
 		b.used = b.taken
 		b.pl = b.conn.Pipeline()

@@ -23,7 +23,7 @@ func noRetries(o *redis.Options) { o.MaxRetries = -1 }
 func TestSenderHoldsItsConnection(t *testing.T) {
 	lab := redislab.Start(t, 1)
 	rdb := lab.Clients(t, noRetries)[0].(*redis.Client)
-	p := newPipe(t, rdb)
+	p := newPipe(t, rdb, autopipe.WithHeldConnections())
 	ctx := testkit.Context(t, 10*time.Second)
 	if err := p.Do(ctx, "ping").Err(); err != nil {
 		t.Fatalf("PING: %v", err)
@@ -57,7 +57,7 @@ func poolTakes(s *redis.PoolStats) uint32 {
 // connection error, the next goes out on a new one.
 func TestHeldConnectionIsReplacedAfterAFailure(t *testing.T) {
 	fp, rdb, _ := proxied(t, noRetries)
-	p := newPipe(t, rdb)
+	p := newPipe(t, rdb, autopipe.WithHeldConnections())
 	ctx := testkit.Context(t, 10*time.Second)
 	if err := p.Do(ctx, "ping").Err(); err != nil {
 		t.Fatalf("PING: %v", err)
@@ -79,7 +79,7 @@ func TestRefusedSetUpIsNotHeld(t *testing.T) {
 	rdb := lab.Clients(t, noRetries, func(o *redis.Options) { o.Password = "sesame" })[0]
 	ctx := testkit.Context(t, 10*time.Second)
 	requirepass(t, lab, "", "other")
-	p := newPipe(t, rdb)
+	p := newPipe(t, rdb, autopipe.WithHeldConnections())
 	err := p.Do(ctx, "ping").Err()
 	if !errors.Is(err, autopipe.ErrSetup) || !strings.Contains(err.Error(), "WRONGPASS") {
 		t.Fatalf("PING with a password the server does not take: %v, want ErrSetup naming WRONGPASS", err)
@@ -110,7 +110,7 @@ func requirepass(t *testing.T, lab *redislab.Lab, from, to string) {
 // is armed anew for each batch.
 func TestBatchAfterAnExpiredBatch(t *testing.T) {
 	fp, rdb, _ := proxied(t, func(o *redis.Options) { o.MaxRetries, o.ContextTimeoutEnabled = -1, true })
-	p := newPipe(t, rdb, autopipe.WithLateWindow(50*time.Millisecond))
+	p := newPipe(t, rdb, autopipe.WithHeldConnections(), autopipe.WithLateWindow(50*time.Millisecond))
 	ctx := testkit.Context(t, 10*time.Second)
 	if err := p.Do(ctx, "ping").Err(); err != nil {
 		t.Fatalf("PING: %v", err)
@@ -134,7 +134,7 @@ func TestBatchAfterAnExpiredBatch(t *testing.T) {
 func TestCloseHandsBackHeldConnections(t *testing.T) {
 	lab := redislab.Start(t, 1)
 	rdb := lab.Clients(t, noRetries)[0].(*redis.Client)
-	p := autopipe.New(rdb, autopipe.WithMaxInFlight(2))
+	p := autopipe.New(rdb, autopipe.WithHeldConnections(), autopipe.WithMaxInFlight(2))
 	ctx := testkit.Context(t, 5*time.Second)
 	for range 3 {
 		goDo(ctx, p, "ping")
@@ -156,7 +156,7 @@ func TestHeldConnectionClosedWhileIdle(t *testing.T) {
 	lab := redislab.Start(t, 1)
 	rdb := lab.Clients(t, noRetries)[0]
 	direct := lab.Clients(t)[0]
-	p := newPipe(t, rdb)
+	p := newPipe(t, rdb, autopipe.WithHeldConnections())
 	ctx := testkit.Context(t, 10*time.Second)
 	if err := p.Do(ctx, "ping").Err(); err != nil {
 		t.Fatalf("PING: %v", err)

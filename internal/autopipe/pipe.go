@@ -39,6 +39,7 @@ type Pipe struct {
 	lateWindow  time.Duration
 	// overdueAfter: a batch in flight this long is overdue (0: never).
 	overdueAfter time.Duration
+	held         bool // WithHeldConnections
 
 	wake chan struct{} // one token per parked sender promised work; cap maxInFlight
 	done chan struct{} // closed by Close
@@ -79,6 +80,16 @@ func WithLateWindow(d time.Duration) Option {
 	}
 	return func(p *Pipe) { p.lateWindow = d }
 }
+
+// WithHeldConnections has each sender hold one connection from batch to
+// batch over a plain *redis.Client that never retries (see lane); by
+// default every batch takes its connection from the client's pool, whose
+// health check finds a connection the server closed (a restart) before a
+// batch is written on it. A held connection finds it only by failing one
+// batch, so a master restarted between two batches fails the first call
+// after it: the Pipe of a quorum member, whose first vote after a restart
+// must say so, leaves it off.
+func WithHeldConnections() Option { return func(p *Pipe) { p.held = true } }
 
 // WithIdleTimeout sets how long a sending goroutine waits for work before it
 // ends (default DefaultIdleTimeout). It panics if d <= 0.
