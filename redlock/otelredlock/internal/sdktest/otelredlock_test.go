@@ -270,7 +270,8 @@ func TestConcurrentAcquisitionsOfOneKey(t *testing.T) {
 }
 
 // A TryLock without a majority counts each dead node's error, by op and
-// node, and adds one event per dead node to its span.
+// node — the attempt's and its undo's — and adds one
+// event per dead node to its span.
 func TestNodeErrorsOnAcquire(t *testing.T) {
 	tm := newTelemetry(t)
 	c, lab := client(t, tm, 3)
@@ -282,8 +283,14 @@ func TestNodeErrorsOnAcquire(t *testing.T) {
 	}
 	for _, n := range lab.Nodes[1:] {
 		node := nodeOf(t, n.Addr())
-		if got := tm.count(t, o.NodeErrorsName, append(node, o.OpKey.String("lock"))...); got != 1 {
-			t.Errorf("node.errors{lock, %s} = %d, want 1", n.Addr(), got)
+		// The attempt's error, then the undo's: a failed attempt is undone
+		// on every node that did not refuse it, after TryLock returned.
+		labels := append(node, o.OpKey.String("lock"))
+		testkit.Eventually(t, 5*time.Second, "the attempt's and the undo's errors counted", func() bool {
+			return tm.count(t, o.NodeErrorsName, labels...) >= 2
+		})
+		if got := tm.count(t, o.NodeErrorsName, labels...); got != 2 {
+			t.Errorf("node.errors{lock, %s} = %d, want 2 (the attempt and its undo)", n.Addr(), got)
 		}
 		if got := events(tm.ended()[0], node); got != 1 {
 			t.Errorf("span events for %s = %d, want 1", n.Addr(), got)
