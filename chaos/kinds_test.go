@@ -35,6 +35,9 @@ func TestKindsKillMasterMidLease(t *testing.T) {
 			stop := w.start(t, 11)
 			pause(ctx, 200*time.Millisecond)
 			w.waitHeld(t)
+			if k.kind == kindPermit {
+				w.waitShared(t)
+			}
 			lab.Kill(t, 0)
 			pause(ctx, ttl/2)
 			lab.Restart(t, true, 0)
@@ -50,6 +53,16 @@ func TestKindsKillMasterMidLease(t *testing.T) {
 			requireKindShown(t, k.kind, w.rec, rep)
 		})
 	}
+}
+
+// waitShared waits until two holders of the semaphore have held permits at
+// the same time, so that the faults land on a semaphore in use as one: on a
+// loaded machine a few seconds of contention may not have shown it yet.
+func (w *contention) waitShared(t *testing.T) {
+	t.Helper()
+	testkit.Eventually(t, 20*time.Second, "two holders of the semaphore at once", func() bool {
+		return chaos.Check(w.rec.History()).MostAtOnce[w.key] >= 2
+	})
 }
 
 // requireKindShown fails t unless the history shows what the kind is for —

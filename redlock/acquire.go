@@ -125,8 +125,8 @@ func refusedByMajority(err error) bool {
 
 // retry makes attempts, in line, until one succeeds or ctx ends; between
 // attempts it sleeps a backoff, shortened to the holder's remaining lease,
-// or until a release is announced on its line's channels (line). Once the
-// bell is known to hear those announcements (bell.hears) since before an
+// or until a release is announced on its line's channels (line). Once
+// those announcements are known to reach it (wakeups.reaches) since before an
 // attempt, a majority's refusal of that attempt needs no quick retry — the release
 // wakes the waiter it names, and the others wait for theirs: the backoff
 // is then at least the longest retry delay, the fallback for a lost
@@ -139,8 +139,8 @@ func (a *acquisition) retry(ctx context.Context) (*Lock, error) {
 	var wake <-chan struct{}
 	stop := func() {}
 	defer func() { stop() }()
-	listen := func() { wake, stop = c.bell.listen(channels, a.kind.member(a.id.owner)) }
-	if c.bell.hears(channels) { // other waiters of this Client listen already
+	listen := func() { wake, stop = c.wakeups.register(channels, a.kind.member(a.id.owner)) }
+	if c.wakeups.reaches(channels) { // other waiters of this Client listen already
 		listen()
 	}
 	var last error = ErrNotObtained
@@ -148,7 +148,7 @@ func (a *acquisition) retry(ctx context.Context) (*Lock, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, a.giveUp(ctx, w, a.stopped(ctx, err, last))
 		}
-		heard := wake != nil && a.kind.wakeAfterRefusal() && c.bell.hears(channels)
+		heard := wake != nil && a.kind.wakeAfterRefusal() && c.wakeups.reaches(channels)
 		l, hint, err := a.attempt(ctx, w)
 		if err == nil { // the holder stays in the waiters' line until Unlock takes it out
 			return l, nil

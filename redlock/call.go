@@ -113,6 +113,6 @@ const (
 func commonArgs(extra int, owner, hold string, ttl, retention time.Duration, ticket string, queueLease time.Duration) []any {
 	a := make([]any, argsCommon, argsCommon+extra)
 	a[argOwner], a[argHold], a[argTTL], a[argRetention] = owner, hold, ttl.Milliseconds(), retention.Milliseconds()
-	a[argRestart], a[argTicket], a[argQueueLease] = "", ticket, queueLease.Milliseconds()
+	a[argRestart], a[argTicket], a[argQueueLease] = restartOff, ticket, queueLease.Milliseconds()
 	return a
 }

@@ -149,7 +149,7 @@ func (a *acquisition) holderArgs(lease bool, ticket string) [argsCommon]any {
 		hold = a.id.hold
 	}
 	p := [argsCommon]any{argOwner: owner, argHold: hold, argTTL: int64(0), argRetention: d.retentionMs,
-		argRestart: "", argTicket: "", argQueueLease: int64(0)}
+		argRestart: restartOff, argTicket: "", argQueueLease: int64(0)}
 	if lease {
 		p[argTTL], p[argQueueLease] = d.ttlMs, d.queueMs
 		if ticket != "" {
@@ -227,6 +227,31 @@ var (
 	failoverStartArgs = []any{TrustKey, masterOwnerKey}
 )
 
+// The restart argument (argRestart; prelude.lua: restart) tells a script
+// what this Client knows of its node's start, in sigils that prelude.lua
+// names alike (restart_off, …):
+const (
+	// restartOff: restart detection is off; the script says nothing of the
+	// node's start.
+	restartOff = ""
+	// restartUnknown stands for a LASTSAVE while the Client has none to rely
+	// on (node.lastSaved): the script reports the node's start in full.
+	restartUnknown = "?"
+	// restartRecord, before the rest, asks the script for the TTL record
+	// of the keys too (under the default guard while a node is young).
+	restartRecord = "+"
+	// restartCluster opens a cluster member's argument, followed by
+	// "<node ID>:<LASTSAVE>," per server whose LASTSAVE the Client relies
+	// on: the script picks its own server's entry by CLUSTER MYID, and
+	// reads restartUnknown when it finds none.
+	restartCluster = "@"
+	// restartIDEnd ends a cluster entry's node ID.
+	restartIDEnd = ":"
+	// restartSavedEnd ends a cluster entry's LASTSAVE (the script reads
+	// the digits up to it).
+	restartSavedEnd = ","
+)
+
 // perNode returns an attempt's call base for each node: with restart
 // detection on, base's last argument becomes the node's LASTSAVE as this
 // Client last saw it, and the start records of the attempt's slot are
@@ -240,10 +265,11 @@ func (a *acquisition) perNode(base *scriptCall) []scriptCall {
 		return calls
 	}
 	// Under the default guard, while a node is young every node reports the
-	// TTL record of the keys ("+"): the young node's grant counts by them.
+	// TTL record of the keys (restartRecord): the young node's grant counts
+	// by them.
 	record := ""
 	if a.cfg.defaultGuard() && a.c.anyYoung(a.cfg.ttl, a.cfg.clock.Now()) {
-		record = "+"
+		record = restartRecord
 	}
 	lock := a.kss[0].Lock
 	per := len(base.evalsha) + 2 // room for two start records

@@ -26,7 +26,7 @@ type Client struct {
 	durArgs atomic.Pointer[durationArgs]
 	keys    keyCache // names of keys recently locked, boxed (callargs.go)
 
-	bell     bell
+	wakeups  wakeups
 	renewals renewer
 	ids      *identities // the members' cluster node IDs (samecluster.go)
 	terms    sync.Map    // name → the largest term Leader or Observe reported (leaderread.go)
@@ -70,7 +70,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	}
 	cfg.perCall = true
 	c := &Client{cfg: cfg, nodes: make([]*node, len(nodes)), locks: map[*Lock]struct{}{}, done: make(chan struct{}), jobs: make(chan func())}
-	c.bell = bell{c: c, waiters: map[string]map[chan struct{}]string{}}
+	c.wakeups = wakeups{c: c, waiters: map[string]map[chan struct{}]string{}}
 	c.renewals.c = c
 	c.ids = newIdentities(len(nodes))
 	addrs := make([]string, len(nodes))

@@ -72,14 +72,14 @@ func TestCloseBoundWithWaiterSubscribingToFrozenMasters(t *testing.T) {
 	}
 }
 
-// subscribing counts the goroutines inside a SUBSCRIBE of a Client's bell:
+// subscribing counts the goroutines inside a SUBSCRIBE of a Client's wakeups:
 // setting up the subscription's connection, or waiting for its reply.
 func subscribing() int {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	n := 0
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "redlock.(*ear).apply") && strings.Contains(g, "(*PubSub).Subscribe") {
+		if strings.Contains(g, "redlock.(*subscriber).apply") && strings.Contains(g, "(*PubSub).Subscribe") {
 			n++
 		}
 	}

@@ -45,8 +45,11 @@ func leaderChannel(kn KeyNames) string { return kn.Lock + ":leader" }
 // leadership. A name is a lock key: Lock of the same key excludes its
 // leaders. Campaign returns only once the leader is recorded on a majority
 // (Leader and Observe then see it) — a recording under way is finished
-// even if ctx ends meanwhile, so that nobody is reported as leader without
-// being told; if the hold is lost first, it resigns and campaigns again. On failure it returns what Lock returns: ctx's end or
+// even if ctx ends meanwhile, and while a majority may carry the mark
+// (calls that timed out may have landed) Campaign records again past ctx's
+// end until it wins or the hold is lost, so that nobody is reported as
+// leader without being told; if the hold is lost first, it resigns and
+// campaigns again. On failure it returns what Lock returns: ctx's end or
 // the maximum wait joined with ErrNotObtained, ErrClosed, or ErrInvalid
 // for bad input (empty or too long name, value over MaxLeaderValue), with
 // nothing written.
@@ -86,7 +89,11 @@ func (c *Client) Campaign(ctx context.Context, name, value string, opts ...Optio
 // cancellation: a round that marked a majority must be told, or Leader
 // could report a leadership its campaigner never learnt of. A round that
 // falls short is tried again while l is held and ctx lasts; lead fails
-// once a majority no longer holds l, l is lost, or ctx ends.
+// once a majority no longer holds l, l is lost, or ctx ends — but not
+// while the masters marked so far, with those whose call failed or was
+// still running (a mark may have landed there), could make a majority:
+// then it goes on past ctx's end until a round wins or l is lost, so that
+// a leader Observe may already report is never one whose Campaign failed.
 func (l *Lock) lead(ctx context.Context, value string) error {
 	c, cfg := l.acq.c, &l.acq.cfg
 	if !c.begin() {
@@ -100,6 +107,7 @@ func (l *Lock) lead(ctx context.Context, value string) error {
 	// the mark there again: marks must not decay while the hold does not.
 	l.leads.Store(&leadCall{sc})
 	b := cfg.backoff()
+	var marked []bool // per master: l's mark is or may be there
 	for {
 		t := l.leadRound(context.WithoutCancel(ctx), sc)
 		if t.Won() {
@@ -109,7 +117,11 @@ func (l *Lock) lead(ctx context.Context, value string) error {
 		if t.Count(quorum.Refused) >= t.Need {
 			return err
 		}
-		if err := c.sleep(ctx, cfg.clock, b.NextBackOff(), l.Done()); err != nil {
+		waitCtx := ctx
+		if marked = mayBeMarked(marked, &t); countTrue(marked) >= t.Need {
+			waitCtx = context.WithoutCancel(ctx)
+		}
+		if err := c.sleep(waitCtx, cfg.clock, b.NextBackOff(), l.Done()); err != nil {
 			return errors.Join(err, ErrNotObtained)
 		}
 		select {
@@ -118,6 +130,34 @@ func (l *Lock) lead(ctx context.Context, value string) error {
 		default:
 		}
 	}
+}
+
+// mayBeMarked updates marked, per master, with lead round t: a master that
+// granted holds the mark; one that refused does not hold l, so has none;
+// one whose call failed or was still running may have it.
+func mayBeMarked(marked []bool, t *quorum.Tally[struct{}]) []bool {
+	if marked == nil {
+		marked = make([]bool, len(t.Votes))
+	}
+	for n, v := range t.Votes {
+		switch v.Outcome {
+		case quorum.Refused:
+			marked[n] = false
+		default:
+			marked[n] = true
+		}
+	}
+	return marked
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // leadRound runs lead.lua call sc on every node.

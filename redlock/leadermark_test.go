@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/seed818c56a1/quorumlock/internal/faultproxy"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -87,4 +89,66 @@ func TestCampaignToldWhatObserversSee(t *testing.T) {
 		}
 	}
 	t.Skip("no Campaign reached the recording before its ctx ended (a loaded machine)")
+}
+
+// slowAfterGrant delays every request through proxies once armed, from
+// the moment an acquisition returns its lock: Campaign's recording round
+// then runs on slow masters.
+type slowAfterGrant struct {
+	redlock.NopObserver
+	armed   atomic.Bool
+	proxies []*faultproxy.Proxy
+	delay   time.Duration
+}
+
+func (s *slowAfterGrant) AcquireDone(_ context.Context, _ string, l *redlock.Lock, _ time.Duration, _ error) {
+	if l != nil && s.armed.CompareAndSwap(true, false) {
+		for _, p := range s.proxies {
+			p.SetLatency(s.delay, 0)
+		}
+	}
+}
+
+// A Campaign whose recording calls time out on a majority — the requests
+// are delayed past the node timeout, so the marks land after the calls
+// failed and Observe may report the leader — does not give up when its ctx
+// ends: it records again until a round wins and returns the leadership.
+// Before, it returned ErrNotObtained and resigned while the marks stood.
+func TestCampaignOutlivesCtxWhileMarksMayStand(t *testing.T) {
+	slow := &slowAfterGrant{delay: 4 * faultTimeout}
+	c, proxies, direct := faultLab(t, 3, redlock.WithNodeTimeout(faultTimeout), redlock.WithObserver(slow))
+	slow.proxies = proxies
+	ctx := ctxFor(t, time.Minute)
+	warm := campaign(t, ctx, c, "warm", "w") // connections pooled before the delay
+	warm.Unlock(ctx)
+	slow.armed.Store(true)
+	short, cancel := context.WithTimeout(ctx, 3*slow.delay)
+	defer cancel()
+	type result struct {
+		l   *redlock.Lock
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		l, err := c.Campaign(short, "job", "v")
+		done <- result{l, err}
+	}()
+	<-short.Done()
+	if slow.armed.Load() {
+		t.Fatal("the campaign never acquired its lock before its ctx ended")
+	}
+	for _, p := range proxies {
+		p.SetLatency(0, 0)
+	}
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		t.Fatal("Campaign did not return")
+	}
+	if r.err != nil {
+		t.Fatalf("Campaign = %v; want the leadership whose marks may stand", r.err)
+	}
+	defer r.l.Unlock(ctx)
+	requireLeader(t, ctx, newClient(t, direct), "job", redlock.Leader{Value: "v", Term: r.l.Token()})
 }

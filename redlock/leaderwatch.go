@@ -35,7 +35,7 @@ func (c *Client) Observe(ctx context.Context, name string) (<-chan Leader, error
 		return nil, ErrClosed
 	}
 	out := make(chan Leader)
-	wake, stop := c.bell.listen([]string{leaderChannel(Keys(c.cfg.prefix, name))}, "")
+	wake, stop := c.wakeups.register([]string{leaderChannel(Keys(c.cfg.prefix, name))}, "")
 	c.spawn(func() {
 		defer c.end()
 		defer close(out)
@@ -52,7 +52,7 @@ func (c *Client) watch(ctx context.Context, name string, out chan<- Leader, wake
 	// The subscriptions become active a subscribe timeout at most after
 	// listen: an announcement before may be missed, so the first recheck
 	// comes then.
-	next := c.bell.subscribeTimeout()
+	next := c.wakeups.subscribeTimeout()
 	for ctx.Err() == nil && !c.isClosed() {
 		ld, left, err := c.readLeader(ctx, name)
 		if err == nil && ld.Term > sent {

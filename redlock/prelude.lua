@@ -4,10 +4,11 @@
 --
 -- ARGV, in every script (one it does not use is sent as "" or 0):
 --   [1] owner, [2] hold id, [3] TTL in ms, [4] the fencing state's
---   retention in ms, [5] restart detection ("" off; else the node's
---   LASTSAVE as this client last saw it, or "?" if it cannot rely on one
---   yet: start_info), [6] ticket ("" for a one-shot attempt, which never
---   queues), [7] the waiters' queue lease in ms; the script's own from [8].
+--   retention in ms, [5] restart detection (restart_off; else the node's
+--   LASTSAVE as this client last saw it, or restart_unknown if it cannot
+--   rely on one yet: start_info), [6] ticket ("" for a one-shot attempt,
+--   which never queues), [7] the waiters' queue lease in ms; the script's
+--   own from [8].
 -- KEYS: the script's own; then, with restart detection on, the records
 -- start_info reads: the trust record and, on a cluster member, the slot's
 -- owner record (trust_key, owner_key: each script sets them).
@@ -225,11 +226,12 @@ end
 -- Restarts (docs/SAFETY.md, "Restarts"): what a reply says about when its node
 -- started.
 -- start_info: what a reply says about when its node started, for restart
--- detection. last is this client's LASTSAVE for the node ("" detection off;
--- "?" none to rely on yet), prefixed with "+" when the client also asks for
--- the TTL record of the locks (while one of its nodes is young); now is the
--- reply of TIME, or nil to read it here; longest, when given, a function
--- returning that record (lease_ttl). Returns nil when nothing need be said
+-- detection. last is this client's LASTSAVE for the node (restart_off:
+-- detection off; restart_unknown: none to rely on yet), prefixed with
+-- restart_record when the client also asks for the TTL record of the
+-- locks (while one of its nodes is young); now is the reply of TIME, or
+-- nil to read it here; longest, when given, a function returning that
+-- record (lease_ttl). Returns nil when nothing need be said
 -- (detection off, or LASTSAVE as the client last saw it, no record asked);
 -- {-2, TTL record in ms} when only the record is; else {uptime in s,
 -- run_id, LASTSAVE, time in s, vouched 1|0, role, TTL record in ms}, or
@@ -330,19 +332,27 @@ local function master_served_ms()
   return now - since, true
 end
 
+-- The restart argument's sigils (callargs.go names them alike):
+-- restart_off, detection off; restart_unknown, no LASTSAVE to rely on
+-- yet; restart_record before the rest, the TTL record asked too;
+-- restart_cluster, a cluster member's form: then "<node ID>:<LASTSAVE>,"
+-- per server, restart_id_end ending each node ID.
+local restart_off, restart_unknown, restart_record, restart_cluster, restart_id_end =
+  '', '?', '+', '@', ':'
+
 local function start_info(last, now, longest)
-  if last == '' then return nil end
-  local record = string.sub(last, 1, 1) == '+'
+  if last == restart_off then return nil end
+  local record = string.sub(last, 1, 1) == restart_record
   if record then last = string.sub(last, 2) end
   -- On a cluster member (last "@id:LASTSAVE,..."), the client keeps a start
   -- per server: pick this server's LASTSAVE, and name the server (its node
   -- ID) in every reply.
   local id
-  if string.sub(last, 1, 1) == '@' then
+  if string.sub(last, 1, 1) == restart_cluster then
     id = redis.pcall('CLUSTER', 'MYID')
     if type(id) ~= 'string' then id = '' end
-    local at = id ~= '' and string.find(last, id .. ':', 2, true)
-    last = at and string.match(last, '^(%d+)', at + #id + 1) or '?'
+    local at = id ~= '' and string.find(last, id .. restart_id_end, 2, true)
+    last = at and string.match(last, '^(%d+)', at + #id + 1) or restart_unknown
   end
   local served, anew
   if id and owner_key then

@@ -21,7 +21,7 @@ type renewer struct {
 	c *Client
 
 	mu       sync.Mutex
-	queue    dueQueue
+	byDue    renewHeap   // the schedule
 	timer    clock.Timer // armed for the earliest due lock; nil before the first
 	armed    bool
 	armedFor time.Time // the due time the timer is armed for
@@ -42,9 +42,9 @@ func (r *renewer) schedule(l *Lock, d time.Duration) {
 	}
 	l.due = r.c.cfg.clock.Now().Add(d)
 	if l.heapIndex >= 0 {
-		heap.Fix(&r.queue, l.heapIndex)
+		heap.Fix(&r.byDue, l.heapIndex)
 	} else {
-		heap.Push(&r.queue, l)
+		heap.Push(&r.byDue, l)
 	}
 	r.arm()
 }
@@ -54,7 +54,7 @@ func (r *renewer) remove(l *Lock) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if l.heapIndex >= 0 {
-		heap.Remove(&r.queue, l.heapIndex)
+		heap.Remove(&r.byDue, l.heapIndex)
 		r.arm()
 	}
 }
@@ -64,14 +64,14 @@ func (r *renewer) remove(l *Lock) {
 // already armed for the earliest due time is left as it is: locks come
 // and go behind the first without touching it. r.mu held.
 func (r *renewer) arm() {
-	if len(r.queue) == 0 {
+	if len(r.byDue) == 0 {
 		if r.armed {
 			r.timer.Stop()
 			r.armed = false
 		}
 		return
 	}
-	first := r.queue[0].due
+	first := r.byDue[0].due
 	if r.armed && first.Equal(r.armedFor) {
 		return
 	}
@@ -165,13 +165,13 @@ func (r *renewer) take() [][]*Lock {
 	r.armed = false
 	now := r.c.cfg.clock.Now()
 	var due []*Lock
-	for _, l := range r.queue {
+	for _, l := range r.byDue {
 		if !l.due.After(now.Add(l.acq.cfg.renewEvery() / 4)) {
 			due = append(due, l)
 		}
 	}
 	for _, l := range due {
-		heap.Remove(&r.queue, l.heapIndex)
+		heap.Remove(&r.byDue, l.heapIndex)
 	}
 	r.arm()
 	byUrgency(due)
@@ -220,25 +220,26 @@ func (c *Client) renewBatch(locks []*Lock) {
 	}
 }
 
-// dueQueue is a min-heap of locks by due time; each lock knows its slot.
-type dueQueue []*Lock
+// renewHeap is a min-heap of locks by due time; each lock knows its index
+// in it (Lock.heapIndex, -1 when out of it).
+type renewHeap []*Lock
 
-func (q dueQueue) Len() int           { return len(q) }
-func (q dueQueue) Less(i, j int) bool { return q[i].due.Before(q[j].due) }
-func (q dueQueue) Swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-	q[i].heapIndex, q[j].heapIndex = i, j
+func (h renewHeap) Len() int           { return len(h) }
+func (h renewHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h renewHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIndex, h[j].heapIndex = i, j
 }
-func (q *dueQueue) Push(x any) {
+func (h *renewHeap) Push(x any) {
 	l := x.(*Lock)
-	l.heapIndex = len(*q)
-	*q = append(*q, l)
+	l.heapIndex = len(*h)
+	*h = append(*h, l)
 }
-func (q *dueQueue) Pop() any {
-	old := *q
+func (h *renewHeap) Pop() any {
+	old := *h
 	l := old[len(old)-1]
 	old[len(old)-1] = nil
 	l.heapIndex = -1
-	*q = old[:len(old)-1]
+	*h = old[:len(old)-1]
 	return l
 }

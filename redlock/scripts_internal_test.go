@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,4 +45,26 @@ func lineOf(t *testing.T, src, code string) int {
 	}
 	t.Fatalf("no line contains %q", code)
 	return 0
+}
+
+// The restart argument's sigils are named alike on both sides: prelude.lua's
+// locals, as a script that uses them gets them, hold callargs.go's
+// constants. A cluster entry's LASTSAVE ends with no digit: the script reads
+// the digits.
+func TestRestartSigilsMatchPrelude(t *testing.T) {
+	lab := redislab.Start(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := newScript("sigils.lua", "return {restart_off, restart_unknown, restart_record, restart_cluster, restart_id_end}")
+	got, err := lab.Clients(t)[0].Eval(ctx, s.src, nil).StringSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{restartOff, restartUnknown, restartRecord, restartCluster, restartIDEnd}
+	if !slices.Equal(got, want) {
+		t.Errorf("prelude.lua's restart sigils = %q, want callargs.go's %q", got, want)
+	}
+	if strings.ContainsAny(restartSavedEnd, "0123456789") {
+		t.Errorf("restartSavedEnd = %q: a digit, read as part of the LASTSAVE", restartSavedEnd)
+	}
 }

@@ -76,17 +76,17 @@ func TestWaitingCompletesWithoutPubSub(t *testing.T) {
 	holder, nodes, l := lab(t, 5)
 	ctx := ctxFor(t, 30*time.Second)
 	for _, n := range nodes {
-		if err := n.Do(ctx, "ACL", "SETUSER", "deaf", "on", "nopass", "~*", "&*", "+@all", "-subscribe", "-psubscribe", "-ssubscribe").Err(); err != nil {
+		if err := n.Do(ctx, "ACL", "SETUSER", "nosub", "on", "nopass", "~*", "&*", "+@all", "-subscribe", "-psubscribe", "-ssubscribe").Err(); err != nil {
 			t.Fatalf("ACL SETUSER: %v", err)
 		}
 	}
-	deaf := l.Clients(t, func(o *redis.Options) { o.Username, o.Password = "deaf", "any" }) // nopass: any password
-	ps := deaf[0].Subscribe(ctx, "x")
+	noSub := l.Clients(t, func(o *redis.Options) { o.Username, o.Password = "nosub", "any" }) // nopass: any password
+	ps := noSub[0].Subscribe(ctx, "x")
 	if _, err := ps.Receive(ctx); err == nil || !strings.Contains(err.Error(), "NOPERM") {
-		t.Fatalf("the deaf user's SUBSCRIBE = %v, want NOPERM; the test would prove nothing", err)
+		t.Fatalf("the nosub user's SUBSCRIBE = %v, want NOPERM; the test would prove nothing", err)
 	}
 	ps.Close()
-	waiter := newClient(t, deaf, redlock.WithRetryDelay(20*time.Millisecond, 40*time.Millisecond))
+	waiter := newClient(t, noSub, redlock.WithRetryDelay(20*time.Millisecond, 40*time.Millisecond))
 	took := handoffs(t, holder, waiter, nodes, false, 5)
 	t.Logf("handoffs without pub/sub: %v", took)
 }

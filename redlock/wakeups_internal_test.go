@@ -12,12 +12,12 @@ import (
 	"github.com/seed818c56a1/quorumlock/internal/testkit"
 )
 
-// A waiter whose Client's bell hears its key's announcements does not poll
-// the masters while the lock is held: the release will wake it. Before
-// issue 26 it retried on its backoff (here from 2 ms), about ten times in
-// the half second this test watches; now it makes one attempt and sleeps
-// at least the longest retry delay.
-func TestHeardWaiterDoesNotPoll(t *testing.T) {
+// A waiter whose Client's subscriptions reach its key's announcements
+// does not poll the masters while the lock is held: the release will wake
+// it. Before issue 26 it retried on its backoff (here from 2 ms), about
+// ten times in the half second this test watches; now it makes one
+// attempt and sleeps at least the longest retry delay.
+func TestSubscribedWaiterDoesNotPoll(t *testing.T) {
 	lab := redislab.Start(t, 3)
 	lab.Trust(t, TrustStart)
 	nodes := lab.Clients(t)
@@ -37,7 +37,7 @@ func TestHeardWaiterDoesNotPoll(t *testing.T) {
 	first := waitFor(ctx, c, "poll")
 	channels := []string{Keys(c.cfg.prefix, "poll").Channel}
 	testkit.Eventually(t, 10*time.Second, "the key's channel confirmed subscribed on a majority",
-		func() bool { return c.bell.hears(channels) })
+		func() bool { return c.wakeups.reaches(channels) })
 	// The first waiter's retries stop too: let its last one pass.
 	time.Sleep(50 * time.Millisecond)
 
@@ -47,7 +47,7 @@ func TestHeardWaiterDoesNotPoll(t *testing.T) {
 	polls := evalshaCalls(t, ctx, nodes[0]) - before
 	t.Logf("%d script calls on node 0 in 500ms while both waited", polls)
 	if polls > 4 {
-		t.Errorf("%d script calls on node 0 in 500 ms of waiting: the waiters poll although the bell hears their key", polls)
+		t.Errorf("%d script calls on node 0 in 500 ms of waiting: the waiters poll although the subscriptions reach their key", polls)
 	}
 
 	// The release wakes the waiters in turn, at once.
