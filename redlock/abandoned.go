@@ -112,7 +112,7 @@ func lateExtendFailures(ctx context.Context, locks []*Lock, repair bool) func(in
 			if repair {
 				octx = l.observed
 			}
-			l.reportFailure(octx, "extend", n, err)
+			l.acq.reportFailure(octx, "extend", n, err)
 		}
 	}
 }

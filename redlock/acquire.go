@@ -42,7 +42,7 @@ func (a *acquisition) tryOnce(ctx context.Context) (*Lock, error) {
 		return nil, a.stopped(ctx, err, ErrNotObtained)
 	}
 	ctx, done := a.c.observe(ctx, &a.cfg, a.key, false)
-	l, _, err := a.attempt(ctx, &place{})
+	l, _, err := a.attempt(ctx, &waiter{})
 	done(l, err)
 	return l, err
 }
@@ -66,7 +66,7 @@ func (c *Client) observe(ctx context.Context, cfg *config, key string, wait bool
 // every node, and Unlock wakes the first at once.
 //
 // Bad input is refused with ErrInvalid, nothing sent. When ctx ends (or the
-// maximum wait runs out) or the Client closes, Lock gives up its place in
+// maximum wait runs out) or the Client closes, Lock leaves the waiters'
 // line and returns one line matching ctx.Err() (context.DeadlineExceeded
 // for the maximum wait) or ErrClosed, and ErrNotObtained with the last
 // attempt's *QuorumError. It returns at once, with the attempt's error,
@@ -133,13 +133,13 @@ func refusedByMajority(err error) bool {
 // wake-up.
 func (a *acquisition) retry(ctx context.Context) (*Lock, error) {
 	c, cfg := a.c, &a.cfg
-	w := &place{ticket: strconv.FormatInt(cfg.clock.Now().UnixMilli(), 10)}
+	w := &waiter{ticket: strconv.FormatInt(cfg.clock.Now().UnixMilli(), 10)}
 	b := cfg.backoff()
-	channels := a.line().channels()
+	channels := a.kind.line(a.kss).channels()
 	var wake <-chan struct{}
 	stop := func() {}
 	defer func() { stop() }()
-	listen := func() { wake, stop = c.wakeups.register(channels, a.id.queueMember()) }
+	listen := func() { wake, stop = c.wakeups.register(channels, a.kind.member(a.id.owner)) }
 	if c.wakeups.reaches(channels) { // other waiters of this Client listen already
 		listen()
 	}
@@ -148,9 +148,9 @@ func (a *acquisition) retry(ctx context.Context) (*Lock, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, a.giveUp(ctx, w, a.stopped(ctx, err, last))
 		}
-		heard := wake != nil && a.limit == 0 && c.wakeups.reaches(channels)
+		heard := wake != nil && a.kind.wakeAfterRefusal() && c.wakeups.reaches(channels)
 		l, hint, err := a.attempt(ctx, w)
-		if err == nil { // the holder keeps its place in line until Unlock takes it out
+		if err == nil { // the holder stays in the waiters' line until Unlock takes it out
 			return l, nil
 		}
 		// Waiting cannot help an attempt that failed for another reason

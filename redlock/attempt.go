@@ -13,25 +13,20 @@ import (
 
 // An acquisition is what every step of taking and holding one set of keys
 // shares: the Client, the keys and their names on the nodes, the options in
-// force, and the identity of the holder — its owner and kind, and in each
-// attempt a hold of its own. Its methods are the steps: attempt, fence,
-// undo, release, leave. The Lock an attempt wins holds that attempt's
-// acquisition.
+// force, the kind of holding, and the identity of the holder — its owner,
+// and in each attempt a hold of its own. Its methods are the steps:
+// attempt, fence, undo, release, leave. The Lock an attempt wins holds that
+// attempt's acquisition.
 type acquisition struct {
 	c    *Client
 	cfg  config
 	keys []string // as given to Lock, LockMany or RLock, or a semaphore's name
 	key  string   // keys joined by commas: Key, errors, observers
 	kss  keysets  // their names on the nodes, in the same order
+	kind holdKind // writer, reader, or a semaphore's permitKind
 	id   identity // one owner for every attempt, so that a late grant is ours
 
-	op string // "lock", or "acquire" for a semaphore: errors and observers
-
-	// A semaphore's (Acquire): its limit (0 for keys), the permit its next
-	// round tries first, and when its round is decided (nil: won or lost).
-	limit  int
-	prefer int
-	decide func(*quorum.Tally[[]int64]) bool
+	prefer int // a semaphore's: the permit its next round tries first
 
 	gr *guardRound // one attempt's records of the TTLs in use (guard.go)
 
@@ -62,7 +57,7 @@ func (c *Client) newAcquisition(ctx context.Context, keys []string, opts []Optio
 		return nil, ErrClosed
 	}
 	kss, names := c.keys.keysOf(cfg.prefix, keys)
-	a := &acquisition{c: c, cfg: cfg, keys: keys, key: joinKeys(keys), kss: kss, id: cfg.identity(kind), op: "lock"}
+	a := &acquisition{c: c, cfg: cfg, keys: keys, key: joinKeys(keys), kss: kss, kind: kind, id: cfg.identity()}
 	a.box = newBoxes(c, &a.cfg, kss, names, a.id.owner)
 	return a, nil
 }
@@ -100,24 +95,24 @@ func (a *acquisition) forKeys(kss keysets) *acquisition {
 // attempt runs one round for a's keys, or one permit of a semaphore, in line
 // as w says (a zero w: one-shot, not queued). On failure it also returns the
 // shortest remaining lease among the refusals (0 if none) as a retry hint.
-func (a *acquisition) attempt(ctx context.Context, w *place) (*Lock, time.Duration, error) {
+func (a *acquisition) attempt(ctx context.Context, w *waiter) (*Lock, time.Duration, error) {
 	at := a.withHold()
 	c, cfg := a.c, &a.cfg
 	decided := make(chan struct{})
 	var l *Lock
 	r := round[[]int64](c, cfg)
-	r.Decided = at.gr.decided(a.decide)
+	r.Decided = at.gr.decided(a.kind.decided())
 	r.Late = func(n int, v quorum.Vote[[]int64]) {
 		<-decided
 		at.late(ctx, n, v, l, w)
 	}
-	lw := watchLate(r, reportLate[[]int64](ctx, at, a.op))
-	calls, per := at.calls(w.ticket), at.valuesPerVote()
+	lw := watchLate(r, reportLate[[]int64](ctx, at, a.kind.op()))
+	calls, per := at.calls(w.ticket), a.kind.valuesPerVote(at)
 	values := make([]int64, per*len(calls)) // each node's vote's, one allocation
 	start := cfg.clock.Now()
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[[]int64] {
 		reply, err := at.ask(ctx, n, &calls[n])
-		return at.voteInto(values[n*per:n*per:(n+1)*per], n, reply, err)
+		return a.kind.vote(at, values[n*per:n*per:(n+1)*per], n, reply, err)
 	})
 	lw.decided(&t)
 	at.resolveGuard(&t)
@@ -125,12 +120,8 @@ func (a *acquisition) attempt(ctx context.Context, w *place) (*Lock, time.Durati
 	// A lock with less validity left than the loss margin would be declared
 	// lost at once: the attempt fails instead.
 	usable := until.Add(-cfg.lossMargin())
-	nodeFailures(ctx, at, a.op, &t)
-	permit, won, held := -1, t, at // keys: every grant holds them all
-	if a.limit > 0 {
-		permit, won = a.winner(&t)
-		held = at.forKeys(at.kss[permit : permit+1])
-	}
+	nodeFailures(ctx, at, a.kind.op(), &t)
+	held, permit, won := a.kind.won(a, at, &t)
 	if won.Won() && cfg.clock.Now().Before(usable) {
 		if f, ok := held.fence(ctx, &won); ok && cfg.clock.Now().Before(usable) {
 			l = held.newLock(ctx, f, until, &won, permit)
@@ -141,17 +132,15 @@ func (a *acquisition) attempt(ctx context.Context, w *place) (*Lock, time.Durati
 		hint, err := at.failed(ctx, &t, won.Won())
 		return nil, hint, err
 	}
-	if permit >= 0 { // a semaphore's grants of other permits
-		c.spawn(func() { at.undo(ctx, &t, permit) })
-	}
+	a.kind.undoOthers(ctx, at, &t, permit)
 	return l, 0, nil
 }
 
 // late handles node n's answer v to attempt a, which came after the round
 // was decided; l is the Lock the attempt won, nil if it failed. ctx is the
 // attempt's, for the observers of a follow-up's failure.
-func (a *acquisition) late(ctx context.Context, n int, v quorum.Vote[[]int64], l *Lock, w *place) {
-	on := a.grantedOn(v)
+func (a *acquisition) late(ctx context.Context, n int, v quorum.Vote[[]int64], l *Lock, w *waiter) {
+	on := a.kind.grantedOn(a, v)
 	switch {
 	case l == nil: // the attempt failed; undo skipped n while its call ran
 		if v.Outcome != quorum.Refused {
@@ -165,12 +154,8 @@ func (a *acquisition) late(ctx context.Context, n int, v quorum.Vote[[]int64], l
 		// Unlock skipped n while its call ran: release it now — a late
 		// refusal too, since it put the owner in n's waiters' queue, and
 		// a stale first in line there would refuse everyone else.
-		tokens := l.tokens
-		if l.permit >= 0 {
-			tokens = nil // a permit raises no counter here: on may be every permit
-		}
-		on.releaseOn(ctx, n, l.releaseKind(), tokens)
-	case v.Outcome == quorum.Granted && a.permitOf(v) != l.permit:
+		on.releaseOn(ctx, n, l.releaseKind(), a.kind.lateTokens(l))
+	case v.Outcome == quorum.Granted && a.kind.permitOf(v) != l.permit:
 		on.releaseOn(ctx, n, undoHold, nil) // a semaphore's other permit
 	} // otherwise Unlock, still to come, covers n
 }
@@ -186,10 +171,10 @@ func (a *acquisition) failed(ctx context.Context, t *quorum.Tally[[]int64], won 
 	if won && c.isClosed() { // won, but the Client closed meanwhile
 		return 0, ErrClosed
 	}
-	if recorded, ok := limitRefusal(t); ok {
-		return 0, invalid("semaphore %s is held with limit %d, not %d", shortKey(a.key), recorded, a.limit)
+	if e, ok := limitRefusal(t); ok {
+		return 0, invalid("semaphore %s is held with limit %d, not %d", shortKey(a.key), e.recorded, e.asked)
 	}
-	return retryHint(t), quorumError(c, a.op, a.key, ErrNotObtained, t)
+	return retryHint(t), quorumError(c, a.kind.op(), a.key, ErrNotObtained, t)
 }
 
 // ask sends an attempt's call sc to node n and returns the reply. With
@@ -204,47 +189,22 @@ func (a *acquisition) ask(ctx context.Context, n int, sc *scriptCall) ([]any, er
 	return a.c.exec(ctx, n, sc).Slice()
 }
 
-// calls returns each node's acquire.lua call — racquire.lua's for a
-// reader, permit.lua's for a semaphore: with restart detection on, each
-// carries the node's LASTSAVE as this Client last saw it.
-func (a *acquisition) calls(ticket string) []scriptCall {
-	if a.limit > 0 {
-		return a.permitCalls(ticket)
-	}
-	s := acquireScript
-	if a.id.kind == reader {
-		s = racquireScript
-	}
-	pre := a.holderArgs(true, ticket)
-	return a.perNode(a.newCall(s, 5, &pre, 0))
-}
+// calls returns each node's call of a's attempt — acquire.lua's,
+// racquire.lua's for a reader, permit.lua's for a semaphore: with restart
+// detection on, each carries the node's LASTSAVE as this Client last saw it.
+func (a *acquisition) calls(ticket string) []scriptCall { return a.kind.calls(a, ticket) }
 
-// vote reads node n's reply to a's call: a grant's value is the token of
-// each key, then 1 if every one came from the node's clock, else 0 (a
-// semaphore's, the token and the permit); a refusal's, the holder's
-// remaining lease.
+// vote reads node n's reply to a's call, as a's kind reads it.
 func (a *acquisition) vote(n int, reply []any, err error) quorum.Vote[[]int64] {
-	return a.voteInto(nil, n, reply, err)
+	return a.kind.vote(a, nil, n, reply, err)
 }
 
-// valuesPerVote is the room a vote of a's needs: a token per key and the
-// clock flag, or a semaphore's token and permit (and a spare).
-func (a *acquisition) valuesPerVote() int {
-	if a.limit > 0 {
-		return 3
-	}
-	return len(a.kss) + 1
-}
-
-// voteInto is vote, its value written into into when it has room.
-func (a *acquisition) voteInto(into []int64, n int, reply []any, err error) quorum.Vote[[]int64] {
-	keys := len(a.kss)
-	if a.limit > 0 {
-		if v, ok := limitVote(reply, err); ok {
-			return v
-		}
-		keys = 2
-	}
+// readVote reads node n's reply to a's call, whose grant carries keys
+// values after its code (the tokens of the keys; a permit's token and
+// permit), then, with clockFlag, whether every token came from the node's
+// clock (1, else 0); a refusal's value is the holder's remaining lease.
+// The value is written into into when it has room.
+func (a *acquisition) readVote(into []int64, n int, reply []any, err error, keys int, clockFlag bool) quorum.Vote[[]int64] {
 	a.c.nodes[n].cause.record(err)
 	if err != nil {
 		return quorum.Vote[[]int64]{Outcome: quorum.Failed, Err: replicaError(err)}
@@ -268,7 +228,7 @@ func (a *acquisition) voteInto(into []int64, n int, reply []any, err error) quor
 		a.heardRefusal(n, reply)
 		return quorum.Vote[[]int64]{Outcome: quorum.Refused, Value: values}
 	}
-	if a.limit == 0 { // after the tokens, whether they came from the clock
+	if clockFlag { // after the tokens, whether they came from the clock
 		values = append(values, granted-grantedCounter)
 	}
 	if err := a.admit(n, startOf(reply, keys)); err != nil {

@@ -29,7 +29,7 @@ func TestResentAttemptIsIdempotent(t *testing.T) {
 	cfg := c.cfg
 	kss := newKeysets(cfg.prefix, []string{"k"})
 	ks := kss[0]
-	a := &acquisition{c: c, cfg: cfg, keys: []string{"k"}, key: "k", kss: kss, id: identity{owner: "owner-1", hold: "hold-1"}}
+	a := &acquisition{c: c, cfg: cfg, keys: []string{"k"}, key: "k", kss: kss, kind: writer, id: identity{owner: "owner-1", hold: "hold-1"}}
 	r := round[[]int64](c, &cfg)
 	r.Decided = func(*quorum.Tally[[]int64]) bool { return false } // hear every node
 	send := func() []int64 {

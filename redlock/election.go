@@ -66,7 +66,7 @@ func (c *Client) Campaign(ctx context.Context, name, value string, opts ...Optio
 		if err != nil {
 			return nil, err
 		}
-		a.id = identity{owner: rand.Text(), kind: writer}
+		a.id = identity{owner: rand.Text()}
 		l, err := a.waitInLine(ctx)
 		if err != nil {
 			return nil, err
@@ -95,13 +95,13 @@ func (c *Client) Campaign(ctx context.Context, name, value string, opts ...Optio
 // then it goes on past ctx's end until a round wins or l is lost, so that
 // a leader Observe may already report is never one whose Campaign failed.
 func (l *Lock) lead(ctx context.Context, value string) error {
-	c, cfg := l.c, &l.cfg
+	c, cfg := l.acq.c, &l.acq.cfg
 	if !c.begin() {
 		return ErrClosed
 	}
 	defer c.end()
-	kn := l.kss[0]
-	args := append(commonArgs(3, l.id.owner, l.id.hold, 0, cfg.retention, "", 0), l.token, value, leaderChannel(kn))
+	kn := l.acq.kss[0]
+	args := append(commonArgs(3, l.acq.id.owner, l.acq.id.hold, 0, cfg.retention, "", 0), l.token, value, leaderChannel(kn))
 	sc := newScriptCall(leadScript, []string{kn.Lock, kn.Fence}, args...)
 	// A renewal that repairs the lock on a node (it restarted empty) writes
 	// the mark there again: marks must not decay while the hold does not.
@@ -113,7 +113,7 @@ func (l *Lock) lead(ctx context.Context, value string) error {
 		if t.Won() {
 			return nil // lost meanwhile or not, the caller learns it from Done
 		}
-		err := error(quorumError(c, "campaign", l.key, ErrNotObtained, &t))
+		err := error(quorumError(c, "campaign", l.acq.key, ErrNotObtained, &t))
 		if t.Count(quorum.Refused) >= t.Need {
 			return err
 		}
@@ -126,7 +126,7 @@ func (l *Lock) lead(ctx context.Context, value string) error {
 		}
 		select {
 		case <-l.Done():
-			return fmt.Errorf("redlock: campaign for %s: leadership lost as it began: %w", shortKey(l.key), l.Err())
+			return fmt.Errorf("redlock: campaign for %s: leadership lost as it began: %w", shortKey(l.acq.key), l.Err())
 		default:
 		}
 	}
@@ -162,8 +162,8 @@ func countTrue(bs []bool) int {
 
 // leadRound runs lead.lua call sc on every node.
 func (l *Lock) leadRound(ctx context.Context, sc *scriptCall) quorum.Tally[struct{}] {
-	c := l.c
-	r := round[struct{}](c, &l.cfg)
+	c := l.acq.c
+	r := round[struct{}](c, &l.acq.cfg)
 	return r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[struct{}] {
 		led, err := c.exec(ctx, n, sc).Int()
 		switch {
@@ -188,7 +188,7 @@ func (l *Lock) remark(t *quorum.Tally[bool]) {
 	}
 	for n, v := range t.Votes {
 		if v.Value { // set by repair: counted or not, the hold is there
-			l.c.spawn(func() { l.c.execAlone(context.Background(), n, lc.sc) })
+			l.acq.c.spawn(func() { l.acq.c.execAlone(context.Background(), n, lc.sc) })
 		}
 	}
 }

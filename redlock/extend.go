@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -21,9 +20,9 @@ import (
 // ErrLockLost, or a *QuorumError matching neither when too few nodes
 // answered. With repair, nodes where a lock is missing and free get it
 // again; such a grant counts only from a node known to have been up for the
-// lock's restart guard. The caller holds every lock's op.
+// lock's restart guard. The caller holds every lock's roundMu.
 func (c *Client) extendRound(ctx context.Context, locks []*Lock, repair bool) []error {
-	cfg := &locks[0].cfg // the batch's shared node timeout, retention, detection
+	cfg := &locks[0].acq.cfg // the batch's shared node timeout, retention, detection
 	r := round[[]quorum.Vote[bool]](c, cfg)
 	if repair {
 		// The watchdog's rounds carry many locks and are off every caller's
@@ -49,9 +48,9 @@ func (c *Client) extendRound(ctx context.Context, locks []*Lock, repair bool) []
 		if repair { // the watchdog's round, on no caller's behalf
 			octx = l.observed
 		}
-		nodeFailures(octx, l.acquisition, "extend", &lt)
+		nodeFailures(octx, l.acq, "extend", &lt)
 		l.remark(&lt)
-		out[i] = l.extended(&lt, clock.Validity(start, l.cfg.ttl, l.cfg.driftFactor))
+		out[i] = l.extended(&lt, clock.Validity(start, l.acq.cfg.ttl, l.acq.cfg.driftFactor))
 	}
 	return out
 }
@@ -60,14 +59,14 @@ func (c *Client) extendRound(ctx context.Context, locks []*Lock, repair bool) []
 // validity would end at until.
 func (l *Lock) extended(t *quorum.Tally[bool], until time.Time) error {
 	switch {
-	case t.Won() && l.cfg.clock.Now().Before(until):
+	case t.Won() && l.acq.cfg.clock.Now().Before(until):
 		l.setUntil(until)
 		return nil
 	case t.Count(quorum.Refused) >= t.Need:
 		l.lose(ErrLockLost)
-		return quorumError(l.c, "extend", l.key, ErrLockLost, t)
+		return quorumError(l.acq.c, "extend", l.acq.key, ErrLockLost, t)
 	}
-	return quorumError(l.c, "extend", l.key, nil, t)
+	return quorumError(l.acq.c, "extend", l.acq.key, nil, t)
 }
 
 // extendOn runs the extension of locks on node n and returns each lock's
@@ -79,7 +78,7 @@ func (l *Lock) extended(t *quorum.Tally[bool], until time.Time) error {
 func (c *Client) extendOn(ctx context.Context, n int, locks []*Lock, repair bool) ([]quorum.Vote[bool], error) {
 	nd := c.nodes[n]
 	last := ""
-	if repair && locks[0].cfg.detectRestarts() {
+	if repair && locks[0].acq.cfg.detectRestarts() {
 		last = nd.lastSaved()
 	}
 	groups := nd.groups(locks)
@@ -116,7 +115,7 @@ func (c *Client) extendGroup(ctx context.Context, n int, locks []*Lock, group []
 	nd := c.nodes[n]
 	var records []string
 	if last != "" {
-		records = nd.startKeys(locks[group[0]].kss[0].Lock)
+		records = nd.startKeys(locks[group[0]].acq.kss[0].Lock)
 	}
 	reply, err := c.exec(ctx, n, extendCall(locks, group, repair, last, records)).Slice()
 	if err != nil {
@@ -125,11 +124,11 @@ func (c *Client) extendGroup(ctx context.Context, n int, locks []*Lock, group []
 	results := make([]int64, len(group))
 	k := 0 // the reply has one result per key of each lock of group
 	for g, i := range group {
-		if k+len(locks[i].kss) > len(reply) {
+		if k+len(locks[i].acq.kss) > len(reply) {
 			return fmt.Errorf("redlock: unexpected reply to extend: %v", reply)
 		}
-		results[g] = lockResult(reply[k : k+len(locks[i].kss)])
-		k += len(locks[i].kss)
+		results[g] = lockResult(reply[k : k+len(locks[i].acq.kss)])
+		k += len(locks[i].acq.kss)
 	}
 	var start startInfo
 	if rest := reply[k:]; len(rest) > 0 {
@@ -140,10 +139,10 @@ func (c *Client) extendGroup(ctx context.Context, n int, locks []*Lock, group []
 	st, learnErr := nd.learn(start, c.cfg.clock.Now())
 	for g, i := range group {
 		votes[i] = repairVote(results[g], func() error {
-			if learnErr != nil || locks[i].cfg.restartGuard() == 0 {
+			if learnErr != nil || locks[i].acq.cfg.restartGuard() == 0 {
 				return learnErr
 			}
-			return st.counted(locks[i].cfg.restartGuard(), c.cfg.clock.Now())
+			return st.counted(locks[i].acq.cfg.restartGuard(), c.cfg.clock.Now())
 		})
 	}
 	return nil
@@ -193,7 +192,7 @@ func (nd *node) groups(locks []*Lock) [][]int {
 	bySlot := map[int][]int{}
 	var slots []int
 	for i, l := range locks {
-		s := slotOf(l.kss[0].Lock) // a lock's keys share one slot (checkKeys)
+		s := slotOf(l.acq.kss[0].Lock) // a lock's keys share one slot (checkKeys)
 		if bySlot[s] == nil {
 			slots = append(slots, s)
 		}
@@ -214,27 +213,19 @@ func extendCall(locks []*Lock, group []int, repair bool, last string, start []st
 	if repair {
 		mode = "1"
 	}
-	args := commonArgs(1+5*len(group), "", "", 0, locks[0].cfg.retention, "", 0)
+	args := commonArgs(1+5*len(group), "", "", 0, locks[0].acq.cfg.retention, "", 0)
 	args[argRestart] = last
 	args = append(args, mode)
 	for _, i := range group {
-		l := locks[i]
-		kind, record := "w", ""
-		switch {
-		case l.id.kind == reader:
-			kind = "r"
-		case l.limit > 0:
-			// A permit has no readers: its third key is the limit record,
-			// kept while the permit is.
-			kind, record = "p"+strconv.Itoa(l.limit), LimitKey(l.cfg.prefix, l.key)
-		}
-		for k, ks := range l.kss {
+		l, a := locks[i], locks[i].acq
+		mark, record := a.kind.extendArgs(l)
+		for k, ks := range a.kss {
 			third := ks.Readers
 			if record != "" {
 				third = record
 			}
 			keys = append(keys, ks.Lock, ks.Fence, third)
-			args = append(args, kind, l.id.owner, l.id.hold, l.cfg.ttl.Milliseconds(), l.tokens[k])
+			args = append(args, mark, a.id.owner, a.id.hold, a.cfg.ttl.Milliseconds(), l.tokens[k])
 		}
 	}
 	if last != "" {
@@ -277,7 +268,7 @@ func releaseLateRepairs(c *Client, locks []*Lock, n int, v quorum.Vote[[]quorum.
 	}
 	for i, l := range locks {
 		if v.Value[i].Value && l.hasEnded() {
-			l.releaseOn(l.observed, n, l.releaseKind(), l.tokens)
+			l.acq.releaseOn(l.observed, n, l.releaseKind(), l.tokens)
 		}
 	}
 }

@@ -149,7 +149,7 @@ func (a *acquisition) clockGrants(won *quorum.Tally[[]int64], window int64) []bo
 // token at once, before H's lease or release moved anything), readers'
 // grants (their token is a counter) and semaphores' permits.
 func (a *acquisition) coverWindow() int64 {
-	if a.id.kind != writer || a.id.reentrant || a.limit > 0 {
+	if !a.kind.clockTokens() || a.id.reentrant {
 		return 0
 	}
 	return coverWindow(a.cfg.ttl, a.cfg.driftFactor)

@@ -20,7 +20,7 @@ import (
 // returns ErrClosed); a Lock of several keys is held, renewed, released and
 // lost as one. It is safe for concurrent use and must not be copied.
 type Lock struct {
-	*acquisition // the winning attempt's: client, keys, names, options, identity and hold
+	acq *acquisition // the winning attempt's: client, keys, names, options, kind, identity and hold
 
 	fenced []bool  // nodes known to hold every key's fencing counter ≥ its token
 	tokens []int64 // per key
@@ -38,7 +38,7 @@ type Lock struct {
 	// acquisition's values, e.g. its span. Background without observers.
 	observed context.Context
 
-	op sync.Mutex // serializes the network operations: Extend, renewal, Unlock
+	roundMu sync.Mutex // serializes the lock's rounds on the nodes: Extend, renewal, Unlock
 
 	mu       sync.Mutex // guards the fields below
 	until    time.Time
@@ -49,16 +49,16 @@ type Lock struct {
 	expiry   clock.Timer // declares the loss at until − the loss margin
 
 	// The watchdog's schedule (Client.renewals), guarded by its mutex.
-	due  time.Time // when the next renewal is due
-	slot int       // index in the schedule; -1 when not scheduled
+	due       time.Time // when the next renewal is due
+	heapIndex int       // index in the schedule's heap; -1 when not scheduled
 }
 
 // newLock returns the Lock of won for a, fenced by f, valid until until,
 // holding permit (-1 for keys), its timers armed; nil if the Client closed.
 func (a *acquisition) newLock(ctx context.Context, f fencing, until time.Time, won *quorum.Tally[[]int64], permit int) *Lock {
 	c, cfg := a.c, &a.cfg
-	l := &Lock{acquisition: a, tokens: f.tokens, token: slices.Max(f.tokens), until: until, fenced: f.nodes,
-		slot: -1, permit: permit, observed: context.Background()}
+	l := &Lock{acq: a, tokens: f.tokens, token: slices.Max(f.tokens), until: until, fenced: f.nodes,
+		heapIndex: -1, permit: permit, observed: context.Background()}
 	if len(cfg.observers) > 0 {
 		l.observed = context.WithoutCancel(ctx)
 	}
@@ -86,11 +86,11 @@ func (a *acquisition) newLock(ctx context.Context, f fencing, until time.Time, w
 
 // Key returns the key the lock was acquired for, as given to Lock; for
 // LockMany, the keys joined by commas.
-func (l *Lock) Key() string { return l.key }
+func (l *Lock) Key() string { return l.acq.key }
 
 // Keys returns the keys the lock holds, in the order given: one for Lock,
 // several for LockMany.
-func (l *Lock) Keys() []string { return slices.Clone(l.keys) }
+func (l *Lock) Keys() []string { return slices.Clone(l.acq.keys) }
 
 // Token returns the fencing token of this holding: the largest value of the
 // key's fencing counter among the granting nodes. Every later holding of
@@ -106,7 +106,7 @@ func (l *Lock) Token() int64 { return l.token }
 // TokenOf returns the fencing token of key within this holding, or 0 if the
 // lock does not hold key.
 func (l *Lock) TokenOf(key string) int64 {
-	if i := slices.Index(l.keys, key); i >= 0 {
+	if i := slices.Index(l.acq.keys, key); i >= 0 {
 		return l.tokens[i]
 	}
 	return 0
@@ -150,25 +150,25 @@ func (l *Lock) Extend(ctx context.Context) error {
 	if ctx == nil {
 		return errNilContext
 	}
-	if !l.c.begin() {
+	if !l.acq.c.begin() {
 		return ErrClosed
 	}
-	defer l.c.end()
-	l.op.Lock()
-	defer l.op.Unlock()
+	defer l.acq.c.end()
+	l.roundMu.Lock()
+	defer l.roundMu.Unlock()
 	return l.extend(ctx)
 }
 
-// extend runs one extension round, without repair. l.op must be held.
+// extend runs one extension round, without repair. l.roundMu must be held.
 func (l *Lock) extend(ctx context.Context) error {
 	if err := l.Err(); err != nil {
 		return err
 	}
-	if !l.cfg.clock.Now().Before(l.Until()) {
+	if !l.acq.cfg.clock.Now().Before(l.Until()) {
 		l.lose(ErrLockLost)
 		return ErrLockLost
 	}
-	return l.c.extendRound(ctx, []*Lock{l}, false)[0]
+	return l.acq.c.extendRound(ctx, []*Lock{l}, false)[0]
 }
 
 // Unlock releases the lock on every node, in parallel, each call under the
@@ -186,33 +186,33 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if ctx == nil {
 		return errNilContext
 	}
-	if !l.c.begin() {
+	if !l.acq.c.begin() {
 		return ErrClosed
 	}
-	defer l.c.end()
-	l.op.Lock() // waits for a renewal in flight: none can outlive Unlock
-	defer l.op.Unlock()
+	defer l.acq.c.end()
+	l.roundMu.Lock() // waits for a renewal in flight: none can outlive Unlock
+	defer l.roundMu.Unlock()
 	prior := l.Err()
 	if !l.markReleased() {
 		return l.againErr()
 	}
 	t := l.release(ctx)
-	nodeFailures(ctx, l.acquisition, "unlock", &t)
+	nodeFailures(ctx, l.acq, "unlock", &t)
 	switch {
 	case prior != nil:
 		return prior // already reported as lost; the release above only cleans up
 	case t.Count(quorum.Refused) >= t.Need:
-		return quorumError(l.c, "unlock", l.key, ErrLockLost, &t)
+		return quorumError(l.acq.c, "unlock", l.acq.key, ErrLockLost, &t)
 	case t.Won():
 		return nil
 	}
-	return quorumError(l.c, "unlock", l.key, nil, &t)
+	return quorumError(l.acq.c, "unlock", l.acq.key, nil, &t)
 }
 
 // releaseKind is what Unlock asks of the nodes: a reentrant owner's hold is
 // dropped, any other lock deleted.
 func (l *Lock) releaseKind() releaseKind {
-	if l.id.reentrant {
+	if l.acq.id.reentrant {
 		return unlockHold
 	}
 	return unlockLock
@@ -277,13 +277,13 @@ func (l *Lock) terminate(cause error) {
 	l.ended = true
 	l.expiry.Stop()
 	l.end(cause)
-	l.c.forget(l)
+	l.acq.c.forget(l)
 	l.mu.Unlock()
-	if l.cfg.autoRenew {
-		l.c.renewals.remove(l) // after l.mu: see renewer.schedule
+	if l.acq.cfg.autoRenew {
+		l.acq.c.renewals.remove(l) // after l.mu: see renewer.schedule
 	}
 	if errors.Is(cause, ErrLockLost) {
-		l.cfg.observers.lost(l.observed, l.key, cause)
+		l.acq.cfg.observers.lost(l.observed, l.acq.key, cause)
 	}
 }
 
@@ -299,7 +299,7 @@ func (l *Lock) setUntil(until time.Time) {
 
 // untilLoss is the time left before the lock must be declared lost. l.mu held.
 func (l *Lock) untilLoss() time.Duration {
-	return l.until.Add(-l.cfg.lossMargin()).Sub(l.cfg.clock.Now())
+	return l.until.Add(-l.acq.cfg.lossMargin()).Sub(l.acq.cfg.clock.Now())
 }
 
 // renewIn is how long from now l's next renewal is due: one renewal period
@@ -311,8 +311,8 @@ func (l *Lock) untilLoss() time.Duration {
 func (l *Lock) renewIn() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	granted := l.until.Add(l.cfg.drift() - l.cfg.ttl)
-	return granted.Add(l.cfg.renewEvery()).Sub(l.cfg.clock.Now())
+	granted := l.until.Add(l.acq.cfg.drift() - l.acq.cfg.ttl)
+	return granted.Add(l.acq.cfg.renewEvery()).Sub(l.acq.cfg.clock.Now())
 }
 
 // expire runs when the lock's validity is about to end without a renewal.

@@ -7,11 +7,11 @@ import (
 	"github.com/seed818c56a1/quorumlock/quorum"
 )
 
-// place is a Lock's (or an Acquire's) place in line over its attempts: the
-// ticket that orders it on every node, taken at its first attempt ("" for a
-// one-shot attempt, which never queues), whether a refusal has put it in
-// line, and whether it has given up.
-type place struct {
+// A waiter is a Lock's (or an Acquire's) standing in the waiters' line over
+// its attempts: the ticket that orders it on every node, taken at its first
+// attempt ("" for a one-shot attempt, which never queues), whether a
+// refusal has put it in line, and whether it has given up.
+type waiter struct {
 	ticket string
 	queued bool
 	// gone is set once the waiter has given up. A refusal answering after
@@ -24,7 +24,7 @@ type place struct {
 // giveUp leaves the waiters' queues, if w had joined them, and returns err.
 // It marks w gone first, so that a refusal answering late — after the
 // leave — is left by the attempt's Late.
-func (a *acquisition) giveUp(ctx context.Context, w *place, err error) error {
+func (a *acquisition) giveUp(ctx context.Context, w *waiter, err error) error {
 	w.gone.Store(true)
 	if w.queued {
 		a.c.spawn(func() { a.leave(ctx) })
@@ -53,13 +53,9 @@ func (a *acquisition) leaveOn(n int) {
 }
 
 func (a *acquisition) leaveCall() *scriptCall {
-	kss := a.line()
-	kind := ""
-	if a.id.kind == reader {
-		kind = "r"
-	}
+	kss := a.kind.line(a.kss)
 	args := commonArgs(1+len(kss), a.id.owner, "", 0, 0, "", 0)
-	args = append(args, kind)
+	args = append(args, a.kind.leaveMark())
 	for _, k := range kss {
 		args = append(args, k.Channel)
 	}

@@ -23,15 +23,16 @@ const (
 // large). Nodes whose acquire call is still in flight are left out: that
 // call's Late releases them.
 func (l *Lock) release(ctx context.Context) quorum.Tally[int64] {
-	r := round[int64](l.c, &l.cfg)
+	a := l.acq
+	r := round[int64](a.c, &a.cfg)
 	r.Decided = func(t *quorum.Tally[int64]) bool { return t.Won() || t.Count(quorum.Refused) >= t.Need }
 	kind, skip := l.releaseKind(), l.stillInFlight()
-	raise := l.releaseCall(kind, l.tokens)
+	raise := a.releaseCall(kind, l.tokens)
 	plain := raise
 	if l.fenced != nil {
-		plain = l.releaseCall(kind, nil)
+		plain = a.releaseCall(kind, nil)
 	}
-	lw := watchLate(r, reportLate[int64](ctx, l.acquisition, "unlock"))
+	lw := watchLate(r, reportLate[int64](ctx, a, "unlock"))
 	t := r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[int64] {
 		if skip != nil && skip[n] {
 			return quorum.Vote[int64]{Outcome: quorum.Failed, Err: errInFlight}
@@ -40,7 +41,7 @@ func (l *Lock) release(ctx context.Context) quorum.Tally[int64] {
 		if l.fenced != nil && l.fenced[n] {
 			sc = plain
 		}
-		return releaseVote(l.c.exec(ctx, n, sc).Int64())
+		return releaseVote(a.c.exec(ctx, n, sc).Int64())
 	})
 	lw.decided(&t)
 	return t
@@ -49,19 +50,19 @@ func (l *Lock) release(ctx context.Context) quorum.Tally[int64] {
 // undo drops attempt a's hold on every node that did not refuse it, failed
 // ones included, except a semaphore's grants of permit keep (-1: none). A
 // node still running is undone by Late when it answers, never before. Its
-// failed calls are reported to a's observers as a's op.
+// failed calls are reported to a's observers as its kind's op.
 func (a *acquisition) undo(ctx context.Context, t *quorum.Tally[[]int64], keep int) {
 	r := round[int64](a.c, &a.cfg)
 	r.Decided = func(*quorum.Tally[int64]) bool { return false }
 	u := r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[int64] {
 		v := t.Votes[n]
-		kept := keep >= 0 && v.Outcome == quorum.Granted && a.permitOf(v) == keep
+		kept := keep >= 0 && v.Outcome == quorum.Granted && a.kind.permitOf(v) == keep
 		if v.Outcome == quorum.Refused || t.Abandoned(n) || kept {
 			return quorum.Vote[int64]{Outcome: quorum.Refused}
 		}
-		return releaseVote(a.c.exec(ctx, n, a.grantedOn(v).releaseCall(undoHold, nil)).Int64())
+		return releaseVote(a.c.exec(ctx, n, a.kind.grantedOn(a, v).releaseCall(undoHold, nil)).Int64())
 	})
-	nodeFailures(ctx, a, a.op, &u)
+	nodeFailures(ctx, a, a.kind.op(), &u)
 }
 
 // errInFlight is the vote, in an Unlock, of a node whose acquire call had
@@ -70,14 +71,14 @@ var errInFlight = errors.New("redlock: acquire still in flight on this node; rel
 
 // releaseOn runs release.lua on node n alone, for a late answer, and
 // reports its failure to a's observers, through ctx (its cancellation
-// dropped): as an Unlock's, or for an undo as a's op.
+// dropped): as an Unlock's, or for an undo as its kind's op.
 func (a *acquisition) releaseOn(ctx context.Context, n int, kind releaseKind, tokens []int64) {
 	ctx = context.WithoutCancel(ctx)
 	err := a.c.execAlone(ctx, n, a.releaseCall(kind, tokens))
 	if err != nil {
 		op := "unlock"
 		if kind == undoHold {
-			op = a.op
+			op = a.kind.op()
 		}
 		a.reportFailure(ctx, op, n, err)
 	}
@@ -86,10 +87,13 @@ func (a *acquisition) releaseOn(ctx context.Context, n int, kind releaseKind, to
 // releaseCall is release.lua's call for kind — rrelease.lua's for a reader;
 // tokens are the counters to raise, one per key, or nil to raise none.
 func (a *acquisition) releaseCall(kind releaseKind, tokens []int64) *scriptCall {
-	kss, id := a.kss, a.id
-	if id.kind == reader {
-		return a.rreleaseCall(kind, tokens)
-	}
+	return a.kind.releaseCall(a, kind, tokens)
+}
+
+// wreleaseCall is release.lua's call for a writer's holding of its keys, or
+// a semaphore's of its permit.
+func (a *acquisition) wreleaseCall(kind releaseKind, tokens []int64) *scriptCall {
+	kss := a.kss
 	var mode, announce any = "0", "" // boxed as constants: no allocation
 	switch kind {
 	case unlockLock:

@@ -41,8 +41,8 @@ func (r *renewer) schedule(l *Lock, d time.Duration) {
 		return
 	}
 	l.due = r.c.cfg.clock.Now().Add(d)
-	if l.slot >= 0 {
-		heap.Fix(&r.byDue, l.slot)
+	if l.heapIndex >= 0 {
+		heap.Fix(&r.byDue, l.heapIndex)
 	} else {
 		heap.Push(&r.byDue, l)
 	}
@@ -53,8 +53,8 @@ func (r *renewer) schedule(l *Lock, d time.Duration) {
 func (r *renewer) remove(l *Lock) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if l.slot >= 0 {
-		heap.Remove(&r.byDue, l.slot)
+	if l.heapIndex >= 0 {
+		heap.Remove(&r.byDue, l.heapIndex)
 		r.arm()
 	}
 }
@@ -125,7 +125,7 @@ func (c *Client) byShard(batches [][]*Lock) [][][]*Lock {
 		parts := map[string][]*Lock{}
 		var keys []string
 		for _, l := range batch {
-			k := c.shardOf(l.kss[0].Lock)
+			k := c.shardOf(l.acq.kss[0].Lock)
 			if parts[k] == nil {
 				keys = append(keys, k)
 			}
@@ -166,12 +166,12 @@ func (r *renewer) take() [][]*Lock {
 	now := r.c.cfg.clock.Now()
 	var due []*Lock
 	for _, l := range r.byDue {
-		if !l.due.After(now.Add(l.cfg.renewEvery() / 4)) {
+		if !l.due.After(now.Add(l.acq.cfg.renewEvery() / 4)) {
 			due = append(due, l)
 		}
 	}
 	for _, l := range due {
-		heap.Remove(&r.byDue, l.slot)
+		heap.Remove(&r.byDue, l.heapIndex)
 	}
 	r.arm()
 	byUrgency(due)
@@ -186,13 +186,13 @@ func (c *Client) renewBatch(locks []*Lock) {
 	held := locks[:0:0]
 	for _, l := range locks {
 		switch {
-		case !l.op.TryLock():
-			c.renewals.schedule(l, l.cfg.renewRetry())
+		case !l.roundMu.TryLock():
+			c.renewals.schedule(l, l.acq.cfg.renewRetry())
 		case l.Err() != nil:
-			l.op.Unlock()
+			l.roundMu.Unlock()
 		case !c.cfg.clock.Now().Before(l.Until()):
 			l.lose(ErrLockLost)
-			l.op.Unlock()
+			l.roundMu.Unlock()
 		default:
 			held = append(held, l)
 		}
@@ -205,7 +205,7 @@ func (c *Client) renewBatch(locks []*Lock) {
 	stop()
 	for i, l := range held {
 		err := outcomes[i]
-		l.cfg.observers.renewed(l.observed, l.key, err)
+		l.acq.cfg.observers.renewed(l.observed, l.acq.key, err)
 		switch {
 		case err == nil:
 			c.renewals.schedule(l, l.renewIn())
@@ -214,32 +214,32 @@ func (c *Client) renewBatch(locks []*Lock) {
 		default:
 			// Too few answers this time; the expiry timer declares the loss
 			// if no retry succeeds before the validity runs out.
-			c.renewals.schedule(l, l.cfg.renewRetry())
+			c.renewals.schedule(l, l.acq.cfg.renewRetry())
 		}
-		l.op.Unlock()
+		l.roundMu.Unlock()
 	}
 }
 
 // renewHeap is a min-heap of locks by due time; each lock knows its index
-// in it (Lock.slot, -1 when out of it).
+// in it (Lock.heapIndex, -1 when out of it).
 type renewHeap []*Lock
 
 func (h renewHeap) Len() int           { return len(h) }
 func (h renewHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
 func (h renewHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].slot, h[j].slot = i, j
+	h[i].heapIndex, h[j].heapIndex = i, j
 }
 func (h *renewHeap) Push(x any) {
 	l := x.(*Lock)
-	l.slot = len(*h)
+	l.heapIndex = len(*h)
 	*h = append(*h, l)
 }
 func (h *renewHeap) Pop() any {
 	old := *h
 	l := old[len(old)-1]
 	old[len(old)-1] = nil
-	l.slot = -1
+	l.heapIndex = -1
 	*h = old[:len(old)-1]
 	return l
 }

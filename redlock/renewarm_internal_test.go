@@ -35,11 +35,11 @@ func TestRenewerArmsOnlyForTheFirst(t *testing.T) {
 	clk := &resetCounter{Clock: clock.NewFake(time.Unix(1_000_000, 0))}
 	c := &Client{cfg: config{clock: clk}}
 	r := &renewer{c: c}
-	first := &Lock{slot: -1}
+	first := &Lock{heapIndex: -1}
 	r.schedule(first, 10*time.Second)
 	later := make([]*Lock, 10)
 	for i := range later {
-		later[i] = &Lock{slot: -1}
+		later[i] = &Lock{heapIndex: -1}
 		r.schedule(later[i], time.Duration(20+i)*time.Second)
 	}
 	for _, l := range later[:5] {

@@ -20,7 +20,7 @@ func batches(locks []*Lock) [][]*Lock {
 	groups := map[shape][]*Lock{}
 	var order []shape
 	for _, l := range locks {
-		k := shape{l.cfg.nodeTimeout, l.cfg.retention, l.cfg.detectRestarts()}
+		k := shape{l.acq.cfg.nodeTimeout, l.acq.cfg.retention, l.acq.cfg.detectRestarts()}
 		if groups[k] == nil {
 			order = append(order, k)
 		}
@@ -70,10 +70,10 @@ func watchdogTimeout(locks []*Lock) time.Duration {
 	wait := time.Duration(math.MaxInt64)
 	for _, l := range locks {
 		l.mu.Lock()
-		wait = min(wait, l.untilLoss()-l.cfg.renewRetry()-l.cfg.renewTimeout())
+		wait = min(wait, l.untilLoss()-l.acq.cfg.renewRetry()-l.acq.cfg.renewTimeout())
 		l.mu.Unlock()
 	}
-	return max(locks[0].cfg.renewTimeout(), wait) // the batch shares its node timeout
+	return max(locks[0].acq.cfg.renewTimeout(), wait) // the batch shares its node timeout
 }
 
 // untilClose returns a context that ends when the Client closes: a

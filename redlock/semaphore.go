@@ -80,7 +80,7 @@ func (c *Client) newPermitAcquisition(ctx context.Context, name string, limit in
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
-	a, err := c.newAcquisition(ctx, []string{name}, opts, writer)
+	a, err := c.newAcquisition(ctx, []string{name}, opts, permitKind{limit})
 	if err != nil {
 		return nil, err
 	}
@@ -88,20 +88,27 @@ func (c *Client) newPermitAcquisition(ctx context.Context, name string, limit in
 	for i := range a.kss {
 		a.kss[i] = PermitKeys(a.cfg.prefix, name, i)
 	}
-	a.op, a.limit, a.prefer, a.decide = "acquire", limit, rand.IntN(limit), permitDecided
+	a.prefer = rand.IntN(limit)
 	return a, nil
 }
 
-// permitIndex is the position of the permit number in the Value of a
-// permit.lua grant, {token, permit}; a refusal's Value is {shortest
-// remaining lease}.
-const permitIndex = 1
+// A permitKind is the kind of a holding of one permit of a semaphore of
+// limit permits (holdKind). A permit has no readers.
+type permitKind struct{ limit int }
 
-// permitCalls returns each node's permit.lua call: every node grants a free
-// permit, the first from a.prefer, so that nodes in one state pick the same.
-func (a *acquisition) permitCalls(ticket string) []scriptCall {
+func (k permitKind) op() string                 { return "acquire" }
+func (k permitKind) member(owner string) string { return owner }
+func (k permitKind) leaveMark() string          { return "" }
+
+// line: a semaphore's one, shared by every permit (its first permit's
+// names).
+func (k permitKind) line(kss keysets) keysets { return kss[:1] }
+
+// calls: every node grants a free permit, the first from a.prefer, so that
+// nodes in one state pick the same.
+func (k permitKind) calls(a *acquisition, ticket string) []scriptCall {
 	cfg := &a.cfg
-	keys := make([]string, 0, 2*a.limit+3)
+	keys := make([]string, 0, 2*k.limit+3)
 	for _, p := range a.kss {
 		keys = append(keys, p.Lock)
 	}
@@ -110,10 +117,68 @@ func (a *acquisition) permitCalls(ticket string) []scriptCall {
 	}
 	keys = append(keys, a.kss[0].Queue, a.kss[0].Leases, LimitKey(cfg.prefix, a.key))
 	args := commonArgs(3, a.id.owner, a.id.hold, cfg.ttl, cfg.retention, ticket, cfg.queueLease())
-	args = append(args, a.limit, a.prefer, permitBase(cfg.prefix, a.key)+":permit:")
+	args = append(args, k.limit, a.prefer, permitBase(cfg.prefix, a.key)+":permit:")
 	base := newScriptCall(permitScript, keys, args...)
 	return a.perNode(base)
 }
+
+// valuesPerVote: the token and the permit, and a spare.
+func (k permitKind) valuesPerVote(*acquisition) int { return 3 }
+
+// vote: a grant's value is the token and the permit; a refusal's, the
+// holder's remaining lease, or an errLimit.
+func (k permitKind) vote(a *acquisition, into []int64, n int, reply []any, err error) quorum.Vote[[]int64] {
+	if v, ok := limitVote(reply, err, k.limit); ok {
+		return v
+	}
+	return a.readVote(into, n, reply, err, 2, false)
+}
+
+func (k permitKind) decided() func(*quorum.Tally[[]int64]) bool { return permitDecided }
+
+// won: the permit granted most, held by at on that permit alone.
+func (k permitKind) won(a, at *acquisition, t *quorum.Tally[[]int64]) (*acquisition, int, quorum.Tally[[]int64]) {
+	permit, won := a.winner(t)
+	return at.forKeys(at.kss[permit : permit+1]), permit, won
+}
+
+// undoOthers: a semaphore's grants of other permits.
+func (k permitKind) undoOthers(ctx context.Context, at *acquisition, t *quorum.Tally[[]int64], permit int) {
+	at.c.spawn(func() { at.undo(ctx, t, permit) })
+}
+
+// grantedOn: the permit v granted, or — a vote not granted may have left
+// any — all of them.
+func (k permitKind) grantedOn(a *acquisition, v quorum.Vote[[]int64]) *acquisition {
+	if v.Outcome != quorum.Granted {
+		return a
+	}
+	p := k.permitOf(v)
+	return a.forKeys(a.kss[p : p+1])
+}
+
+func (k permitKind) permitOf(v quorum.Vote[[]int64]) int { return int(v.Value[permitIndex]) }
+func (k permitKind) wakeAfterRefusal() bool              { return false }
+func (k permitKind) clockTokens() bool                   { return false }
+
+// releaseCall: release.lua's, as a writer's of the permit held.
+func (k permitKind) releaseCall(a *acquisition, kind releaseKind, tokens []int64) *scriptCall {
+	return a.wreleaseCall(kind, tokens)
+}
+
+// lateTokens: none, for a late answer's release may be of every permit.
+func (k permitKind) lateTokens(*Lock) []int64 { return nil }
+
+// extendArgs: the mark carries the limit, and the third key is the limit
+// record, kept while the permit is.
+func (k permitKind) extendArgs(l *Lock) (mark, record string) {
+	return "p" + strconv.Itoa(k.limit), LimitKey(l.acq.cfg.prefix, l.acq.key)
+}
+
+// permitIndex is the position of the permit number in the Value of a
+// permit.lua grant, {token, permit}; a refusal's Value is {shortest
+// remaining lease}.
+const permitIndex = 1
 
 // permitDecided ends a round once one permit has a majority of grants, or
 // no permit can reach one any more.
@@ -165,44 +230,17 @@ func (a *acquisition) winner(t *quorum.Tally[[]int64]) (int, quorum.Tally[[]int6
 	return permit, won
 }
 
-// grantedOn is attempt a on the keys v may have left held: for a
-// semaphore the permit it granted, or — a vote not granted may have left
-// any — all of them; for keys, a itself.
-func (a *acquisition) grantedOn(v quorum.Vote[[]int64]) *acquisition {
-	if a.limit == 0 || v.Outcome != quorum.Granted {
-		return a
-	}
-	p := a.permitOf(v)
-	return a.forKeys(a.kss[p : p+1])
-}
-
-// permitOf is the permit granted by v, a grant, or -1 for keys.
-func (a *acquisition) permitOf(v quorum.Vote[[]int64]) int {
-	if a.limit == 0 {
-		return -1
-	}
-	return int(v.Value[permitIndex])
-}
-
-// line is the names of a's waiters' line: every key's, or a semaphore's
-// one, shared by every permit (its first permit's names).
-func (a *acquisition) line() keysets {
-	if a.limit == 0 {
-		return a.kss
-	}
-	return a.kss[:1]
-}
-
-// errLimit marks a node's refusal because its holders have another limit.
-type errLimit struct{ recorded int64 }
+// errLimit marks a node's refusal because its holders have another limit
+// (recorded) than the attempt's (asked).
+type errLimit struct{ recorded, asked int64 }
 
 func (e errLimit) Error() string {
 	return fmt.Sprintf("redlock: held here with limit %d", e.recorded)
 }
 
-// limitVote reads permit.lua's {-1, recorded limit}: a refusal, with
-// nothing written.
-func limitVote(reply []any, err error) (quorum.Vote[[]int64], bool) {
+// limitVote reads permit.lua's {-1, recorded limit} to an attempt with
+// limit asked: a refusal, with nothing written.
+func limitVote(reply []any, err error, asked int) (quorum.Vote[[]int64], bool) {
 	if err != nil {
 		return quorum.Vote[[]int64]{}, false
 	}
@@ -210,16 +248,16 @@ func limitVote(reply []any, err error) (quorum.Vote[[]int64], bool) {
 		return quorum.Vote[[]int64]{}, false
 	}
 	recorded, _ := replyInt(reply, 1)
-	return quorum.Vote[[]int64]{Outcome: quorum.Refused, Value: []int64{0}, Err: errLimit{recorded}}, true
+	return quorum.Vote[[]int64]{Outcome: quorum.Refused, Value: []int64{0}, Err: errLimit{recorded, int64(asked)}}, true
 }
 
-// limitRefusal reports whether a node refused because of another limit.
-func limitRefusal(t *quorum.Tally[[]int64]) (int64, bool) {
+// limitRefusal returns a node's refusal because of another limit, if any.
+func limitRefusal(t *quorum.Tally[[]int64]) (errLimit, bool) {
 	for _, v := range t.Votes {
 		var e errLimit
 		if errors.As(v.Err, &e) {
-			return e.recorded, true
+			return e, true
 		}
 	}
-	return 0, false
+	return errLimit{}, false
 }

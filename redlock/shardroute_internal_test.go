@@ -193,11 +193,11 @@ func TestShardExtendFailsPerSlot(t *testing.T) {
 	})
 }
 
-// withOps runs f holding every lock's op, as extendRound requires.
+// withOps runs f holding every lock's roundMu, as extendRound requires.
 func withOps(locks []*Lock, f func()) {
 	for _, l := range locks {
-		l.op.Lock()
-		defer l.op.Unlock()
+		l.roundMu.Lock()
+		defer l.roundMu.Unlock()
 	}
 	f()
 }

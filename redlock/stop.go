@@ -27,7 +27,7 @@ type stopError struct {
 // stopped returns the error of a's acquisition when it stops waiting: why
 // is ctx.Err() or ErrClosed, last the last attempt's error.
 func (a *acquisition) stopped(ctx context.Context, why, last error) error {
-	e := &stopError{op: a.op, key: a.key, why: why, last: last}
+	e := &stopError{op: a.kind.op(), key: a.key, why: why, last: last}
 	if cause := context.Cause(ctx); cause != nil && cause != why && errors.Is(why, ctx.Err()) {
 		e.cause = cause
 	}
