@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/redlock/internal/master"
 )
 
 // A bell wakes a Client's waiters when a lock they wait for is released:
@@ -52,7 +53,7 @@ type subscription struct {
 // go-redis holds the subscription's lock, and so holds its Close: the node
 // timeout plus its late window, as every other wait on a node.
 func (b *bell) subscribeTimeout() time.Duration {
-	return b.c.cfg.nodeTimeout + lateWindow(b.c.cfg.nodeTimeout)
+	return b.c.cfg.nodeTimeout + master.LateWindow(b.c.cfg.nodeTimeout)
 }
 
 // listen registers owner's waiter for channels — one per key it waits for —
@@ -110,7 +111,7 @@ func (b *bell) forget(channel string, wake chan struct{}) {
 func (b *bell) open() {
 	b.ears = make([]*ear, len(b.c.nodes))
 	for i, n := range b.c.nodes {
-		e := &ear{ps: n.rdb.Subscribe(context.Background()), ops: make(chan subscription, 256), quit: make(chan struct{})}
+		e := &ear{ps: n.master.Redis().Subscribe(context.Background()), ops: make(chan subscription, 256), quit: make(chan struct{})}
 		b.ears[i] = e
 		timeout := b.subscribeTimeout()
 		b.c.spawn(func() { e.apply(timeout) })

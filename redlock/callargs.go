@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/seed818c56a1/quorumlock/redlock/internal/master"
 )
 
 // Converting a string, or an integer past 255, to any allocates. The
@@ -205,16 +207,16 @@ func (nd *node) restartArg(text string) any {
 	return p.box
 }
 
-// startArgs returns node.startKeys(lock) boxed: those of a plain master or
+// startArgs returns master.Node.StartKeys(lock) boxed: those of a plain master or
 // a Sentinel member are the same for every lock, boxed once.
 func (nd *node) startArgs(lock string) []any {
 	switch {
-	case nd.failover:
+	case nd.master.Failover():
 		return failoverStartArgs
-	case !nd.cluster:
+	case !nd.master.Cluster():
 		return plainStartArgs
 	}
-	keys := nd.startKeys(lock)
+	keys := nd.master.StartKeys(lock)
 	out := make([]any, len(keys))
 	for i, k := range keys {
 		out[i] = k
@@ -224,7 +226,7 @@ func (nd *node) startArgs(lock string) []any {
 
 var (
 	plainStartArgs    = []any{TrustKey}
-	failoverStartArgs = []any{TrustKey, masterOwnerKey}
+	failoverStartArgs = []any{TrustKey, master.MasterOwnerKey}
 )
 
 // perNode returns an attempt's call base for each node: with restart
@@ -260,9 +262,9 @@ func (a *acquisition) perNode(base *scriptCall) []scriptCall {
 func (nd *node) withStartCall(sc, base *scriptCall, buf []any, record string, start []any) {
 	var last any
 	if record == "" {
-		last = nd.restartArg(nd.lastSaved())
+		last = nd.restartArg(nd.master.LastSaved())
 	} else {
-		last = record + nd.lastSaved()
+		last = record + nd.master.LastSaved()
 	}
 	base.withStart(sc, buf, last, start)
 }
