@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/redlock/internal/master"
@@ -40,14 +41,22 @@ func TrustStart(ctx context.Context, node redis.UniversalClient) error {
 var ErrInUse = master.ErrInUse
 
 // NewSpread, 10 s, is how far apart the starts of a new deployment's
-// masters may be: a master that has been up longer than another by more than this was
-// there before it, so the younger one may have restarted while in use.
+// masters may be: a master that has been up longer than another by more
+// than this was there before it, so the younger one may have restarted
+// while in use.
 const NewSpread = master.NewSpread
 
 // An InUseError says why vouching for one node is unsafe: another node
 // given with it (Other, an index into CheckNew's nodes; the node itself
 // when it holds locks) shows the deployment in use.
-type InUseError = master.InUseError
+type InUseError struct {
+	Other int    // index in CheckNew's nodes of the node in use
+	Why   string // e.g. "holds 2 live locks under \"quorumlock:\" (quorumlock:{k})"
+}
+
+func (e *InUseError) Error() string   { return fmt.Sprintf("redlock: node %d %s", e.Other, e.Why) }
+func (e *InUseError) Unwrap() error   { return ErrInUse }
+func (e *InUseError) Is(t error) bool { return t == ErrInUse }
 
 // CheckNew reports, for each of nodes, whether vouching for it with
 // TrustStart is safe: nil, or why not. A node is refused with an *InUseError
@@ -61,7 +70,13 @@ type InUseError = master.InUseError
 // theirs, its start the youngest primary's). It reads INFO, the vouch
 // records and SCANs the keys under prefix; it writes nothing.
 func CheckNew(ctx context.Context, nodes []redis.UniversalClient, prefix string) []error {
-	return master.CheckNew(ctx, nodes, prefix)
+	errs := master.CheckNew(ctx, nodes, prefix)
+	for i, err := range errs {
+		if e, ok := err.(*master.InUseError); ok {
+			errs[i] = &InUseError{Other: e.Other, Why: e.Why}
+		}
+	}
+	return errs
 }
 
 // TrustKeyFor returns the vouch record that covers key on a Redis Cluster

@@ -21,9 +21,8 @@ var ErrInUse = errors.New("redlock: masters in use; a vouch could re-admit a mas
 // be (redlock.NewSpread).
 const NewSpread = 10 * time.Second
 
-// An InUseError says why vouching for one node is unsafe: another node
-// given with it (Other, an index into CheckNew's nodes; the node itself
-// when it holds locks) shows the deployment in use.
+// An InUseError says why vouching for one node is unsafe; CheckNew's
+// wrapper returns it as a redlock.InUseError, whose comment states it.
 type InUseError struct {
 	Other int    // index in CheckNew's nodes of the node in use
 	Why   string // e.g. "holds 2 live locks under \"quorumlock:\" (quorumlock:{k})"
