@@ -15,7 +15,7 @@ import (
 // A Client acquires locks on a fixed set of independent Redis masters; a
 // lock is held when a majority of them (N/2+1) granted it. It is safe for
 // concurrent use and must not be copied. It never closes the redis clients
-// it was given: it talks through clients of its own, built by New from the
+// it was given: it talks through dedicated clients, built by New from the
 // given ones' options, and closes those in Close.
 type Client struct {
 	nodes []*node
@@ -121,7 +121,7 @@ func warnEven(cfg *config, n int) {
 // Unlock them first. It stops renewals, makes waiting calls return
 // ErrClosed, drops the subscriptions, and waits for the calls in flight one
 // node timeout plus the late window at most; then it drops the connections
-// of its own clients, which ends any read stuck on a frozen master, and
+// of its dedicated clients, which ends any read stuck on a frozen master, and
 // closes them. It never closes the given redis clients (over a client type
 // it could not rebuild, calls in flight are bounded only by that client's
 // timeouts). It returns nil, and nil again when called again; every other
