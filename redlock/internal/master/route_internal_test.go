@@ -8,14 +8,14 @@ import (
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
 )
 
-// A batch on the library's own client is read until its calls' latest
+// A batch on the library's dedicated client is read until its calls' latest
 // deadline plus the late window, however short the client's fixed socket
 // bound: a master that answers after the bound (500 ms at a 25 ms node
 // timeout) but well before the call's own deadline — as the watchdog's
 // calls allow, on a host short of CPU — still answers it. Issue 25: batches
 // of renewals were cut whole at the bound, "i/o timeout", and the locks
 // lost.
-func TestOwnBatchReadUntilItsCallsDeadline(t *testing.T) {
+func TestDedicatedBatchReadUntilItsCallsDeadline(t *testing.T) {
 	const nodeTimeout = 25 * time.Millisecond
 	lab := redislab.Start(t, 1)
 	lab.RequireControl(t)
@@ -46,10 +46,10 @@ func TestOwnBatchReadUntilItsCallsDeadline(t *testing.T) {
 	t.Logf("answered after %v (socket bound %v)", took.Round(time.Millisecond), bound)
 }
 
-// A call with no deadline of its own on the library's own client is still
+// A call with no deadline of its own on the library's dedicated client is still
 // bounded, by the socket bound plus the late window: a frozen master never
 // holds it for good.
-func TestOwnCallWithoutDeadlineIsBounded(t *testing.T) {
+func TestDedicatedCallWithoutDeadlineIsBounded(t *testing.T) {
 	const nodeTimeout = 25 * time.Millisecond
 	lab := redislab.Start(t, 1)
 	lab.RequireControl(t)
