@@ -91,7 +91,7 @@ func (a *acquisition) reportFailure(ctx context.Context, op string, n int, err e
 		return
 	}
 	c := a.c
-	os.nodeFailed(ctx, op, a.key, NodeVote{Node: n, Addr: c.nodes[n].name(), Outcome: quorum.Failed, Err: c.explain(n, lateError(err))})
+	os.nodeFailed(ctx, op, a.key, NodeVote{Node: n, Addr: c.nodes[n].master.Name(), Outcome: quorum.Failed, Err: c.explain(n, lateError(err))})
 }
 
 // lateExtendFailures returns a lateWatch report for an extension round of

@@ -9,6 +9,7 @@ import (
 
 	"github.com/seed818c56a1/quorumlock/clock"
 	"github.com/seed818c56a1/quorumlock/quorum"
+	"github.com/seed818c56a1/quorumlock/redlock/internal/master"
 )
 
 // An acquisition is what every step of taking and holding one set of keys
@@ -46,7 +47,7 @@ func (c *Client) newAcquisition(ctx context.Context, keys []string, opts []Optio
 	if err := c.checkKeys(keys); err != nil {
 		return nil, err
 	}
-	if err := c.ids.sameCluster(); err != nil {
+	if err := c.ids.SameCluster(); err != nil {
 		return nil, err
 	}
 	cfg, err := c.cfg.with(opts)
@@ -182,7 +183,7 @@ func (a *acquisition) failed(ctx context.Context, t *quorum.Tally[[]int64], won 
 // not vote.
 func (a *acquisition) ask(ctx context.Context, n int, sc *scriptCall) ([]any, error) {
 	if !a.cfg.detectRestarts() {
-		if err := a.c.nodes[n].vet(ctx); err != nil {
+		if err := a.c.nodes[n].master.Vet(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -231,7 +232,7 @@ func (a *acquisition) readVote(into []int64, n int, reply []any, err error, keys
 	if clockFlag { // after the tokens, whether they came from the clock
 		values = append(values, granted-grantedCounter)
 	}
-	if err := a.admit(n, startOf(reply, keys)); err != nil {
+	if err := a.admit(n, master.StartOf(reply, keys)); err != nil {
 		// Not counted (or, a *youngGrant, not yet); like any failure,
 		// undone if the attempt fails.
 		return quorum.Vote[[]int64]{Outcome: quorum.Failed, Value: values, Err: err}

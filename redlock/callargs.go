@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/seed818c56a1/quorumlock/redlock/internal/master"
 )
 
 // Converting a string, or an integer past 255, to any allocates. The
@@ -149,7 +151,7 @@ func (a *acquisition) holderArgs(lease bool, ticket string) [argsCommon]any {
 		hold = a.id.hold
 	}
 	p := [argsCommon]any{argOwner: owner, argHold: hold, argTTL: int64(0), argRetention: d.retentionMs,
-		argRestart: restartOff, argTicket: "", argQueueLease: int64(0)}
+		argRestart: master.RestartOff, argTicket: "", argQueueLease: int64(0)}
 	if lease {
 		p[argTTL], p[argQueueLease] = d.ttlMs, d.queueMs
 		if ticket != "" {
@@ -205,16 +207,16 @@ func (nd *node) restartArg(text string) any {
 	return p.box
 }
 
-// startArgs returns node.startKeys(lock) boxed: those of a plain master or
+// startArgs returns master.Node.StartKeys(lock) boxed: those of a plain master or
 // a Sentinel member are the same for every lock, boxed once.
 func (nd *node) startArgs(lock string) []any {
 	switch {
-	case nd.failover:
+	case nd.master.Failover():
 		return failoverStartArgs
-	case !nd.cluster:
+	case !nd.master.Cluster():
 		return plainStartArgs
 	}
-	keys := nd.startKeys(lock)
+	keys := nd.master.StartKeys(lock)
 	out := make([]any, len(keys))
 	for i, k := range keys {
 		out[i] = k
@@ -224,32 +226,7 @@ func (nd *node) startArgs(lock string) []any {
 
 var (
 	plainStartArgs    = []any{TrustKey}
-	failoverStartArgs = []any{TrustKey, masterOwnerKey}
-)
-
-// The restart argument (argRestart; prelude.lua: restart) tells a script
-// what this Client knows of its node's start, in sigils that prelude.lua
-// names alike (restart_off, …):
-const (
-	// restartOff: restart detection is off; the script says nothing of the
-	// node's start.
-	restartOff = ""
-	// restartUnknown stands for a LASTSAVE while the Client has none to rely
-	// on (node.lastSaved): the script reports the node's start in full.
-	restartUnknown = "?"
-	// restartRecord, before the rest, asks the script for the TTL record
-	// of the keys too (under the default guard while a node is young).
-	restartRecord = "+"
-	// restartCluster opens a cluster member's argument, followed by
-	// "<node ID>:<LASTSAVE>," per server whose LASTSAVE the Client relies
-	// on: the script picks its own server's entry by CLUSTER MYID, and
-	// reads restartUnknown when it finds none.
-	restartCluster = "@"
-	// restartIDEnd ends a cluster entry's node ID.
-	restartIDEnd = ":"
-	// restartSavedEnd ends a cluster entry's LASTSAVE (the script reads
-	// the digits up to it).
-	restartSavedEnd = ","
+	failoverStartArgs = []any{TrustKey, master.MasterOwnerKey}
 )
 
 // perNode returns an attempt's call base for each node: with restart
@@ -265,11 +242,11 @@ func (a *acquisition) perNode(base *scriptCall) []scriptCall {
 		return calls
 	}
 	// Under the default guard, while a node is young every node reports the
-	// TTL record of the keys (restartRecord): the young node's grant counts
+	// TTL record of the keys (master.RestartRecord): the young node's grant counts
 	// by them.
 	record := ""
 	if a.cfg.defaultGuard() && a.c.anyYoung(a.cfg.ttl, a.cfg.clock.Now()) {
-		record = restartRecord
+		record = master.RestartRecord
 	}
 	lock := a.kss[0].Lock
 	per := len(base.evalsha) + 2 // room for two start records
@@ -286,9 +263,9 @@ func (a *acquisition) perNode(base *scriptCall) []scriptCall {
 func (nd *node) withStartCall(sc, base *scriptCall, buf []any, record string, start []any) {
 	var last any
 	if record == "" {
-		last = nd.restartArg(nd.lastSaved())
+		last = nd.restartArg(nd.master.LastSaved())
 	} else {
-		last = record + nd.lastSaved()
+		last = record + nd.master.LastSaved()
 	}
 	base.withStart(sc, buf, last, start)
 }

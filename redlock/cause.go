@@ -56,7 +56,7 @@ func (c *Client) explain(n int, err error) error {
 	if f.err != nil {
 		return &timeoutError{timeout: err, cause: f.err}
 	}
-	if dial := dialerOf(c.nodes[n].rdb); dial != nil && !f.probing && time.Since(f.probed) >= probeEvery {
+	if dial := dialerOf(c.nodes[n].master.Redis()); dial != nil && !f.probing && time.Since(f.probed) >= probeEvery {
 		f.probing, f.probed = true, time.Now()
 		c.spawn(func() { c.probe(f, dial) })
 	}

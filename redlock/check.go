@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/quorum"
+	"github.com/seed818c56a1/quorumlock/redlock/internal/master"
 )
 
 // Check asks every master whether it is fit to hold locks: the assumptions
@@ -195,7 +196,7 @@ func primariesOf(ctx context.Context, n redis.UniversalClient) ([]server, error)
 	add := func(_ context.Context, c *redis.Client) error {
 		mu.Lock()
 		defer mu.Unlock()
-		out = append(out, server{addr: nodeAddr(n) + " primary " + normalAddr(c.Options().Addr), rdb: c})
+		out = append(out, server{addr: nodeAddr(n) + " primary " + master.NormalAddr(c.Options().Addr), rdb: c})
 		return nil
 	}
 	var err error

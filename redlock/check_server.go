@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/redlock/internal/master"
 )
 
 // The checks of one server process: what INFO and CONFIG say of its role,
@@ -137,7 +138,7 @@ func guardOf(cfg *config) time.Duration {
 }
 
 // start says whether s's grants count now — vouched for, or up for the
-// guard — or how long they wait, by the Client's own rule (startState).
+// guard — or how long they wait, by the Client's own rule (counted).
 func (sc *serverCheck) start(ctx context.Context, cfg *config, s server, srv map[string]string) {
 	guard := guardOf(cfg)
 	if cfg.restartGuard() == 0 {
@@ -146,16 +147,16 @@ func (sc *serverCheck) start(ctx context.Context, cfg *config, s server, srv map
 	}
 	up, _ := strconv.Atoi(srv["uptime_in_seconds"])
 	uptime := time.Duration(up) * time.Second
-	vouched, err := vouchedRecord(ctx, s.rdb, srv)
+	vouched, err := master.VouchedRecord(ctx, s.rdb, srv)
 	now := time.Now()
-	st := startState{runID: sc.runID, started: now.Add(-max(0, uptime-uptimeSlack))}
+	st := master.StartState{RunID: sc.runID, Started: now.Add(-max(0, uptime-master.UptimeSlack))}
 	if vouched {
-		st.started = time.Time{}
+		st.Started = time.Time{}
 	}
 	got := fmt.Sprintf("up %v, run_id %.8s", uptime, sc.runID)
 	want := fmt.Sprintf("up %v, or vouched for (quorumlock trust)", guard)
 	var ge *guardError
-	switch err2 := st.counted(guard, now); {
+	switch err2 := counted(st, guard, now); {
 	case err != nil:
 		sc.add(s, "start", SeverityWarn, got+"; vouch unreadable: "+oneLine(err.Error()), want, "cannot tell whether it was vouched for")
 	case vouched:

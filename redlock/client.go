@@ -2,22 +2,20 @@ package redlock
 
 import (
 	"log/slog"
-	"net"
 	"reflect"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/quorum"
+	"github.com/seed818c56a1/quorumlock/redlock/internal/master"
 )
 
 // A Client acquires locks on a fixed set of independent Redis masters; a
 // lock is held when a majority of them (N/2+1) granted it. It is safe for
 // concurrent use and must not be copied. It never closes the redis clients
-// it was given: it talks through clients of its own, built by New from the
+// it was given: it talks through dedicated clients, built by New from the
 // given ones' options, and closes those in Close.
 type Client struct {
 	nodes []*node
@@ -28,8 +26,8 @@ type Client struct {
 
 	wakeups  wakeups
 	renewals renewer
-	ids      *identities // the members' cluster node IDs (samecluster.go)
-	terms    sync.Map    // name → the largest term Leader or Observe reported (leaderread.go)
+	ids      *master.MemberIDs // the members' cluster node IDs (call.go, firstContact)
+	terms    sync.Map          // name → the largest term Leader or Observe reported (leaderread.go)
 
 	mu     sync.Mutex
 	closed bool
@@ -37,6 +35,14 @@ type Client struct {
 	jobs   chan func()        // hands a job to an idle worker
 	locks  map[*Lock]struct{} // held locks, ended by Close
 	wg     sync.WaitGroup     // calls and background work in flight
+}
+
+// A node is one master of a Client: the way to it, and what the Client
+// keeps of its calls.
+type node struct {
+	master *master.Node             // calls, and the servers' start state
+	cause  failureCause             // why its calls last failed (cause.go)
+	saved  atomic.Pointer[savedArg] // the last restart argument, boxed (callargs.go)
 }
 
 // New returns a Client over nodes, independent masters; opts set the
@@ -47,7 +53,7 @@ type Client struct {
 // placeholder address, which New does not compare.
 //
 // New never waits on the nodes. It starts, in the background, reading each
-// member's cluster node IDs (a Sentinel member's master identities): a
+// member's cluster node IDs (a Sentinel member's master IDs): a
 // member's replies count only once read, and two members found to reach one
 // cluster or master set fail from then on with ErrSameCluster, as does every
 // acquisition of the Client. An even number of nodes is accepted with a
@@ -72,28 +78,28 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	c := &Client{cfg: cfg, nodes: make([]*node, len(nodes)), locks: map[*Lock]struct{}{}, done: make(chan struct{}), jobs: make(chan func())}
 	c.wakeups = wakeups{c: c, waiters: map[string]map[chan struct{}]string{}}
 	c.renewals.c = c
-	c.ids = newIdentities(len(nodes))
+	c.ids = master.NewMemberIDs(len(nodes))
 	addrs := make([]string, len(nodes))
 	for i, rdb := range nodes {
 		if isNil(rdb) {
 			return nil, invalid("node %d is nil", i)
 		}
-		addrs[i] = addrOf(rdb)
+		addrs[i] = master.AddrOf(rdb)
 		for j := range i {
 			if nodes[j] == rdb || (addrs[i] != "" && addrs[j] == addrs[i]) {
 				return nil, invalid("nodes %d and %d are the same master (%s): the quorum needs independent masters", j, i, addrs[i])
 			}
 		}
 	}
-	if err := sharedServer(nodes); err != nil {
-		return nil, err
+	if err := master.SharedServer(nodes); err != nil {
+		return nil, invalid("%v", err)
 	}
 	// Only once every node is vetted: a node owns a client to close.
 	for i, rdb := range nodes {
-		c.nodes[i] = newNode(rdb, cfg.nodeTimeout)
+		c.nodes[i] = &node{master: master.New(rdb, cfg.nodeTimeout)}
 	}
 	for n := range c.nodes {
-		c.firstContact(n, "") // the reads of the members' IDs start (samecluster.go)
+		c.firstContact(n, "") // the reads of the members' IDs start (call.go)
 	}
 	warnEven(&cfg, len(nodes))
 	return c, nil
@@ -115,7 +121,7 @@ func warnEven(cfg *config, n int) {
 // Unlock them first. It stops renewals, makes waiting calls return
 // ErrClosed, drops the subscriptions, and waits for the calls in flight one
 // node timeout plus the late window at most; then it drops the connections
-// of its own clients, which ends any read stuck on a frozen master, and
+// of its dedicated clients, which ends any read stuck on a frozen master, and
 // closes them. It never closes the given redis clients (over a client type
 // it could not rebuild, calls in flight are bounded only by that client's
 // timeouts). It returns nil, and nil again when called again; every other
@@ -136,15 +142,15 @@ func (c *Client) Close() error {
 	for _, l := range held {
 		l.lose(ErrClosed)
 	}
-	c.settle(c.cfg.nodeTimeout + lateWindow(c.cfg.nodeTimeout))
+	c.settle(c.cfg.nodeTimeout + master.LateWindow(c.cfg.nodeTimeout))
 	for _, n := range c.nodes { // last: late releases above went through them
-		n.close()
+		n.master.Close()
 	}
 	return nil
 }
 
 // settle waits for the calls and background work in flight; if they have
-// not ended within grace, it cuts every node's own connections — they then
+// not ended within grace, it cuts every node's dedicated connections — they then
 // fail at once — and waits for the rest.
 func (c *Client) settle(grace time.Duration) {
 	done := make(chan struct{})
@@ -160,7 +166,7 @@ func (c *Client) settle(grace time.Duration) {
 	case <-wait.C:
 	}
 	for _, n := range c.nodes {
-		n.cut()
+		n.master.Cut()
 	}
 	<-done
 }
@@ -241,75 +247,6 @@ func isNil(rdb redis.UniversalClient) bool {
 	}
 	v := reflect.ValueOf(rdb)
 	return v.Kind() == reflect.Pointer && v.IsNil()
-}
-
-// addrOf names the server(s) rdb talks to, so that New can refuse the same
-// master twice. Aliases it cannot see through (DNS names, NAT) are not caught.
-func addrOf(rdb redis.UniversalClient) string {
-	if isFailover(rdb) {
-		// Every failover client has the same placeholder address: two are
-		// told apart at first contact, by the master they reach
-		// (samecluster.go).
-		return ""
-	}
-	switch r := rdb.(type) {
-	case *redis.Client:
-		return normalAddr(r.Options().Addr)
-	case *redis.ClusterClient:
-		return joinAddrs(r.Options().Addrs)
-	case *redis.Ring:
-		var addrs []string
-		for _, a := range r.Options().Addrs {
-			addrs = append(addrs, a)
-		}
-		return joinAddrs(addrs)
-	}
-	return ""
-}
-
-// name is what votes and errors call nd (NodeVote.Addr): its address, a
-// Sentinel member's "sentinel master" and the master's address its
-// client last dialed (addrOf gives none: its master moves), or "" for a
-// client of the caller's own type.
-func (nd *node) name() string {
-	if nd.dialed != nil {
-		return nd.dialed.sentinelName()
-	}
-	return nd.addr
-}
-
-// failoverAddr is the address go-redis gives every client of
-// redis.NewFailoverClient in place of its master's, which it asks the
-// sentinels for at each dial.
-const failoverAddr = "FailoverClient"
-
-// isFailover reports whether rdb is a Sentinel failover client: its
-// master moves with every failover, and a promoted replica may lack a
-// grant, so its scripts time the master it reaches from its promotion
-// (prelude.lua: master_served_ms; docs/SHARDS.md, "Sentinel members").
-func isFailover(rdb redis.UniversalClient) bool {
-	r, ok := rdb.(*redis.Client)
-	return ok && r.Options().Addr == failoverAddr
-}
-
-func joinAddrs(addrs []string) string {
-	out := make([]string, len(addrs))
-	for i, a := range addrs {
-		out[i] = normalAddr(a)
-	}
-	slices.Sort(out)
-	return strings.Join(out, ",")
-}
-
-func normalAddr(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return addr
-	}
-	if host == "" || strings.EqualFold(host, "localhost") {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(strings.ToLower(host), port)
 }
 
 // isClosed reports whether Close has been called.

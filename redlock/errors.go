@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/seed818c56a1/quorumlock/quorum"
+	"github.com/seed818c56a1/quorumlock/redlock/internal/master"
 )
 
 // Every error the package returns is one line, starts with "redlock:" and
@@ -33,7 +34,7 @@ var (
 
 	// ErrClosed is returned by every call on a closed Client, and is Err() of
 	// the locks that were still held when it closed.
-	ErrClosed = errors.New("redlock: client closed")
+	ErrClosed = master.ErrClosed
 
 	// ErrNodeRestarted is a node's vote error, in a *QuorumError, when its grant
 	// was not counted because its process started within the restart guard —
@@ -47,7 +48,7 @@ var (
 	// when it started (e.g. an ACL user without INFO or LASTSAVE): the grant
 	// may come from a master restarted without its data. It is lasting: a
 	// waiting acquisition returns at once when it leaves no majority.
-	ErrStartUnknown = errors.New("redlock: node cannot report when it started; grant not counted")
+	ErrStartUnknown = master.ErrStartUnknown
 
 	// ErrReplica is a node's vote error, in a *QuorumError (and an error of
 	// TrustStart and CheckNew), when the node is a replica, not a master: a
@@ -55,7 +56,22 @@ var (
 	// role is read with the grant that reports a server's start or, with
 	// restart detection off, asked (ROLE) at the first acquisition on it.
 	// It is lasting, as ErrStartUnknown is.
-	ErrReplica = errors.New("redlock: node is a replica, not a master")
+	ErrReplica = master.ErrReplica
+
+	// ErrSameCluster is the error of every acquisition, and of every call to
+	// the two members concerned, once a Client has found two of its members to
+	// be one Redis Cluster — a cluster given twice through seeds New could not
+	// tell apart (member A seeded with one node, member B with another; or a
+	// plain client of a cluster node beside a cluster client of that cluster),
+	// or one Sentinel master set given twice (two failover clients of it,
+	// found by the master they reach). The quorum counts independent masters,
+	// so that configuration is invalid: neither member is counted again, and
+	// no lock is granted until the Client is built with each cluster once. It
+	// is a lasting failure: a waiting acquisition returns it at once. Two
+	// members are found to be one when their reads of the node IDs (started
+	// by New) meet; until its read has answered, a member's replies are not
+	// counted.
+	ErrSameCluster = master.ErrSameCluster
 
 	// ErrInvalid is matched by every error that refuses bad input to New or to
 	// a call; nothing is changed and nothing is sent. Bad input includes a nil
@@ -173,7 +189,7 @@ func quorumError[T any](c *Client, op, key string, sentinel error, t *quorum.Tal
 	e := &QuorumError{Op: op, Key: key, Err: sentinel, Granted: t.Count(quorum.Granted), Need: t.Need,
 		Votes: make([]NodeVote, len(t.Votes))}
 	for i, v := range t.Votes {
-		e.Votes[i] = NodeVote{Node: i, Addr: c.nodes[i].name(), Outcome: v.Outcome, Err: c.explain(i, v.Err)}
+		e.Votes[i] = NodeVote{Node: i, Addr: c.nodes[i].master.Name(), Outcome: v.Outcome, Err: c.explain(i, v.Err)}
 	}
 	return e
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seed818c56a1/quorumlock/clock"
 	"github.com/seed818c56a1/quorumlock/quorum"
+	"github.com/seed818c56a1/quorumlock/redlock/internal/master"
 )
 
 // extendRound extends locks — one, for Extend; a batch, for the watchdog —
@@ -79,7 +80,7 @@ func (c *Client) extendOn(ctx context.Context, n int, locks []*Lock, repair bool
 	nd := c.nodes[n]
 	last := ""
 	if repair && locks[0].acq.cfg.detectRestarts() {
-		last = nd.lastSaved()
+		last = nd.master.LastSaved()
 	}
 	groups := nd.groups(locks)
 	votes := make([]quorum.Vote[bool], len(locks))
@@ -115,7 +116,7 @@ func (c *Client) extendGroup(ctx context.Context, n int, locks []*Lock, group []
 	nd := c.nodes[n]
 	var records []string
 	if last != "" {
-		records = nd.startKeys(locks[group[0]].acq.kss[0].Lock)
+		records = nd.master.StartKeys(locks[group[0]].acq.kss[0].Lock)
 	}
 	reply, err := c.exec(ctx, n, extendCall(locks, group, repair, last, records)).Slice()
 	if err != nil {
@@ -130,19 +131,19 @@ func (c *Client) extendGroup(ctx context.Context, n int, locks []*Lock, group []
 		results[g] = lockResult(reply[k : k+len(locks[i].acq.kss)])
 		k += len(locks[i].acq.kss)
 	}
-	var start startInfo
+	var start master.StartInfo
 	if rest := reply[k:]; len(rest) > 0 {
-		start = startFields(rest)
+		start = master.StartFields(rest)
 	}
 	// A repair counts by the start of the server that made it: on a
 	// cluster, each group's own.
-	st, learnErr := nd.learn(start, c.cfg.clock.Now())
+	st, learnErr := nd.master.Learn(start, c.cfg.clock.Now())
 	for g, i := range group {
 		votes[i] = repairVote(results[g], func() error {
 			if learnErr != nil || locks[i].acq.cfg.restartGuard() == 0 {
 				return learnErr
 			}
-			return st.counted(locks[i].acq.cfg.restartGuard(), c.cfg.clock.Now())
+			return counted(st, locks[i].acq.cfg.restartGuard(), c.cfg.clock.Now())
 		})
 	}
 	return nil
@@ -186,13 +187,13 @@ func (nd *node) groups(locks []*Lock) [][]int {
 	for i := range all {
 		all[i] = i
 	}
-	if !nd.cluster || len(locks) == 1 {
+	if !nd.master.Cluster() || len(locks) == 1 {
 		return [][]int{all}
 	}
 	bySlot := map[int][]int{}
 	var slots []int
 	for i, l := range locks {
-		s := slotOf(l.acq.kss[0].Lock) // a lock's keys share one slot (checkKeys)
+		s := master.SlotOf(l.acq.kss[0].Lock) // a lock's keys share one slot (checkKeys)
 		if bySlot[s] == nil {
 			slots = append(slots, s)
 		}

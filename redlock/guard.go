@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/quorum"
+	"github.com/seed818c56a1/quorumlock/redlock/internal/master"
 )
 
 // The default restart guard (no WithRestartGuard): a node that restarted
@@ -95,10 +96,31 @@ func defaultGuard(ttl, longest time.Duration, fromOld bool) time.Duration {
 	return max(ttl, min(longest, oldAge(ttl)))
 }
 
+// counted returns nil if the server whose start state is st has been up
+// for guard; else why its grants do not count yet.
+func counted(st master.StartState, guard time.Duration, now time.Time) error {
+	if st.RunID == "" {
+		return fmt.Errorf("%w: no start reported yet", ErrStartUnknown)
+	}
+	if left := st.Left(guard, now); left > 0 {
+		return &guardError{left: left}
+	}
+	return nil
+}
+
+// recordOf reads a TTL record in ms: -1 is a hold that records none
+// (readers, an older version's lock), read as MaxRestartGuard.
+func recordOf(ms int64) time.Duration {
+	if ms < 0 {
+		return MaxRestartGuard
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
 // A youngGrant is the vote error of a grant from a node up for less than
 // oldAge but at least the acquisition's TTL: whether it counts depends on
 // the records of the round's other nodes (resolve).
-type youngGrant struct{ st startState }
+type youngGrant struct{ st master.StartState }
 
 func (y *youngGrant) Error() string {
 	return "redlock: young node's grant, pending the round's TTL records"
@@ -116,7 +138,7 @@ func (g *guardRound) resolve(t *quorum.Tally[[]int64], ttl time.Duration, now ti
 		if !errors.As(v.Err, &y) {
 			continue
 		}
-		if err := y.st.counted(guard, now); err != nil {
+		if err := counted(y.st, guard, now); err != nil {
 			t.Votes[i].Err = fmt.Errorf("%w; the longest TTL in use on the key may be %v (MaxRestartGuard %v)", err, guard, MaxRestartGuard)
 			continue
 		}
@@ -128,11 +150,11 @@ func (g *guardRound) resolve(t *quorum.Tally[[]int64], ttl time.Duration, now ti
 // server whose state is st counts for an acquisition with ttl: at once if
 // it is old, never in this round if it has been up for less than ttl, and
 // otherwise once the round's records are in (a *youngGrant).
-func (g *guardRound) admitDefault(st startState, ttl time.Duration, now time.Time) error {
-	if err := st.counted(ttl, now); err != nil {
+func (g *guardRound) admitDefault(st master.StartState, ttl time.Duration, now time.Time) error {
+	if err := counted(st, ttl, now); err != nil {
 		return err
 	}
-	if err := st.counted(oldAge(ttl), now); err == nil || g == nil {
+	if err := counted(st, oldAge(ttl), now); err == nil || g == nil {
 		return err
 	}
 	g.deferGrant()
@@ -142,11 +164,11 @@ func (g *guardRound) admitDefault(st startState, ttl time.Duration, now time.Tim
 // anyYoung reports whether c knows a server of a node to be young: then,
 // under the default guard, every node is asked for its start and the keys'
 // TTL records, so that the young server's grants count by them. A node not
-// met yet is asked anyway (lastSaved); one that never answers (down) costs
+// met yet is asked anyway (LastSaved); one that never answers (down) costs
 // the others nothing.
 func (c *Client) anyYoung(ttl time.Duration, now time.Time) bool {
 	for _, n := range c.nodes {
-		if n.anyYoung(ttl, now) {
+		if n.master.AnyYoung(oldAge(ttl), now) {
 			return true
 		}
 	}
@@ -157,22 +179,22 @@ func (c *Client) anyYoung(ttl time.Duration, now time.Time) bool {
 // explicit guard once the node has been up for it, under the default one
 // as admitDefault says. It records what s says of the node's start and the
 // key's TTLs.
-func (a *acquisition) admit(n int, s startInfo) error {
+func (a *acquisition) admit(n int, s master.StartInfo) error {
 	cfg := &a.cfg
 	guard := cfg.restartGuard()
 	if guard == 0 {
 		return nil
 	}
 	now := cfg.clock.Now()
-	st, err := a.c.nodes[n].learn(s, now)
+	st, err := a.c.nodes[n].master.Learn(s, now)
 	if err != nil {
 		return err
 	}
 	if !cfg.defaultGuard() {
-		return st.counted(guard, now)
+		return counted(st, guard, now)
 	}
-	if s.hasLongest {
-		a.gr.heard(s.longest, st.old(cfg.ttl, now))
+	if s.HasRecord {
+		a.gr.heard(recordOf(s.RecordMS), st.Old(oldAge(cfg.ttl), now))
 	}
 	return a.gr.admitDefault(st, cfg.ttl, now)
 }
@@ -184,10 +206,10 @@ func (a *acquisition) heardRefusal(n int, reply []any) {
 	if !cfg.defaultGuard() || len(reply) < 3 {
 		return
 	}
-	s := startFields(reply[2:])
+	s := master.StartFields(reply[2:])
 	now := cfg.clock.Now()
-	if st, err := a.c.nodes[n].learn(s, now); err == nil && s.hasLongest {
-		a.gr.heard(s.longest, st.old(cfg.ttl, now))
+	if st, err := a.c.nodes[n].master.Learn(s, now); err == nil && s.HasRecord {
+		a.gr.heard(recordOf(s.RecordMS), st.Old(oldAge(cfg.ttl), now))
 	}
 }
 

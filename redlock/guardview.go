@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/quorum"
+	"github.com/seed818c56a1/quorumlock/redlock/internal/master"
 )
 
 // A MasterStart is what one master says of its server process, as a tool
@@ -42,7 +43,7 @@ type GuardView struct {
 // on the key is longest (0 when nothing holds it; MaxRestartGuard when a
 // hold records none). It sends nothing. Lock, TryLock and every other
 // acquisition hold a round's grants to the same computation (guard.go,
-// starts.go), so a tool that shows it — quorumlock status, and run's exit
+// internal/master/starts.go), so a tool that shows it — quorumlock status, and run's exit
 // status 76 — agrees with them: under the default guard, MaxRestartGuard
 // (or the TTL if longer) while no master has been up that long or is
 // vouched for, else the longest TTL in use, at least the TTL. Bad opts
@@ -56,12 +57,12 @@ func ViewRestartGuard(masters []MasterStart, longest time.Duration, opts ...Opti
 		return GuardView{}, invalid("no masters")
 	}
 	now := time.Now()
-	states := make([]*startState, len(masters))
+	states := make([]*master.StartState, len(masters))
 	anyOld := false
 	for i, m := range masters {
 		if m.Known {
 			states[i] = m.state(now)
-			anyOld = anyOld || states[i].old(cfg.ttl, now)
+			anyOld = anyOld || states[i].Old(oldAge(cfg.ttl), now)
 		}
 	}
 	v := GuardView{Need: quorum.Majority(len(masters)), Left: make([]time.Duration, len(masters))}
@@ -79,18 +80,18 @@ func ViewRestartGuard(masters []MasterStart, longest time.Duration, opts ...Opti
 	return v, nil
 }
 
-// state is the startState a Client learns from m, read at now.
-func (m MasterStart) state(now time.Time) *startState {
-	st := &startState{runID: "?", started: now.Add(-max(0, m.Uptime-uptimeSlack))}
+// state is the start state a Client learns from m, read at now.
+func (m MasterStart) state(now time.Time) *master.StartState {
+	st := &master.StartState{RunID: "?", Started: now.Add(-max(0, m.Uptime-master.UptimeSlack))}
 	if m.Vouched {
-		st.started = time.Time{}
+		st.Started = time.Time{}
 	}
 	return st
 }
 
 // tally sets Left, Counted, Unknown and Wait under v.Guard; states[i] is
 // nil for a master whose start is not known.
-func (v *GuardView) tally(states []*startState, now time.Time) {
+func (v *GuardView) tally(states []*master.StartState, now time.Time) {
 	var left []time.Duration
 	for i, st := range states {
 		if st == nil {
@@ -98,7 +99,7 @@ func (v *GuardView) tally(states []*startState, now time.Time) {
 			continue
 		}
 		var g *guardError
-		if err := st.counted(v.Guard, now); errors.As(err, &g) {
+		if err := counted(*st, v.Guard, now); errors.As(err, &g) {
 			v.Left[i] = g.left
 		}
 		if v.Left[i] == 0 {
@@ -115,11 +116,11 @@ func (v *GuardView) tally(states []*startState, now time.Time) {
 
 // agedWait is Wait under the default guard while no master is old: the
 // guard is oldAge(ttl) until the oldest master is, and shrinks then.
-func (v *GuardView) agedWait(states []*startState, ttl, longest time.Duration, now time.Time) time.Duration {
+func (v *GuardView) agedWait(states []*master.StartState, ttl, longest time.Duration, now time.Time) time.Duration {
 	first := time.Duration(math.MaxInt64) // until the oldest known master is old
 	for _, st := range states {
 		if st != nil {
-			first = min(first, st.started.Add(oldAge(ttl)).Sub(now))
+			first = min(first, st.Left(oldAge(ttl), now))
 		}
 	}
 	then := GuardView{Guard: defaultGuard(ttl, longest, true), Need: v.Need, Left: make([]time.Duration, len(states))}

@@ -1,9 +1,9 @@
 package redlock
 
 import (
-	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/seed818c56a1/quorumlock/redlock/internal/master"
 )
 
 // MaxKeyLen bounds the length in bytes of a key (and of a WithPrefix prefix);
@@ -129,21 +129,9 @@ func checkPrefix(p string) error {
 	return nil
 }
 
-// shortKeyLen bounds how much of a key an error message quotes.
-const shortKeyLen = 64
-
-// shortKey quotes key for an error message, cut to shortKeyLen bytes (on a
-// rune boundary) with its full length when longer.
-func shortKey(key string) string {
-	if len(key) <= shortKeyLen {
-		return strconv.Quote(key)
-	}
-	cut := shortKeyLen
-	for cut > 0 && !utf8.RuneStart(key[cut]) {
-		cut--
-	}
-	return strconv.Quote(key[:cut]) + "…(" + strconv.Itoa(len(key)) + " bytes)"
-}
+// shortKey quotes key for an error message, cut short when long
+// (master.ShortKey).
+var shortKey = master.ShortKey
 
 // checkKeys refuses keys the library cannot lock together: each must be a
 // valid key, none twice, and on cluster nodes all in one hash slot.
@@ -159,9 +147,9 @@ func (c *Client) checkKeys(keys []string) error {
 		seen[k] = true
 	}
 	if len(keys) > 1 && c.hasCluster() {
-		slot := slotOf(Keys("", keys[0]).Lock)
+		slot := master.SlotOf(Keys("", keys[0]).Lock)
 		for _, k := range keys[1:] {
-			if s := slotOf(Keys("", k).Lock); s != slot {
+			if s := master.SlotOf(Keys("", k).Lock); s != slot {
 				return invalid("keys %s and %s are on hash slots %d and %d: a cluster node takes several keys at once only on one slot",
 					shortKey(keys[0]), shortKey(k), slot, s)
 			}
@@ -173,7 +161,7 @@ func (c *Client) checkKeys(keys []string) error {
 // hasCluster reports whether any node is a Redis Cluster.
 func (c *Client) hasCluster() bool {
 	for _, n := range c.nodes {
-		if n.cluster {
+		if n.master.Cluster() {
 			return true
 		}
 	}

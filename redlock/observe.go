@@ -182,7 +182,7 @@ func nodeFailures[T any](ctx context.Context, a *acquisition, op string, t *quor
 	for n, v := range t.Votes {
 		// A node Unlock left to its acquire's late answer has not failed.
 		if v.Outcome == quorum.Failed && v.Err != errInFlight {
-			os.nodeFailed(ctx, op, key, NodeVote{Node: n, Addr: c.nodes[n].name(), Outcome: v.Outcome, Err: c.explain(n, v.Err)})
+			os.nodeFailed(ctx, op, key, NodeVote{Node: n, Addr: c.nodes[n].master.Name(), Outcome: v.Outcome, Err: c.explain(n, v.Err)})
 		}
 	}
 }

@@ -149,8 +149,8 @@ func (c *Client) byShard(batches [][]*Lock) [][][]*Lock {
 func (c *Client) shardOf(key string) string {
 	var b strings.Builder
 	for _, nd := range c.nodes {
-		if nd.shards != nil {
-			b.WriteString(nd.shards.ownerAddr(key, c.cfg.nodeTimeout))
+		if addr, ok := nd.master.ShardAddr(key, c.cfg.nodeTimeout); ok {
+			b.WriteString(addr)
 			b.WriteByte(' ')
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/redlock/internal/master"
 )
 
 // Every script starts with prelude.lua, so Redis numbers its lines from
@@ -60,11 +61,11 @@ func TestRestartSigilsMatchPrelude(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{restartOff, restartUnknown, restartRecord, restartCluster, restartIDEnd}
+	want := []string{master.RestartOff, master.RestartUnknown, master.RestartRecord, master.RestartCluster, master.RestartIDEnd}
 	if !slices.Equal(got, want) {
 		t.Errorf("prelude.lua's restart sigils = %q, want callargs.go's %q", got, want)
 	}
-	if strings.ContainsAny(restartSavedEnd, "0123456789") {
-		t.Errorf("restartSavedEnd = %q: a digit, read as part of the LASTSAVE", restartSavedEnd)
+	if strings.ContainsAny(master.RestartSavedEnd, "0123456789") {
+		t.Errorf("master.RestartSavedEnd = %q: a digit, read as part of the LASTSAVE", master.RestartSavedEnd)
 	}
 }

@@ -3,23 +3,18 @@ package redlock
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strconv"
-	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/seed818c56a1/quorumlock/internal/hashslot"
+	"github.com/seed818c56a1/quorumlock/redlock/internal/master"
 )
 
-// TrustKey is the key TrustStart writes on a plain master: the run_id of
-// a server process vouched for. It is outside any prefix, since it is about
-// the server. On a cluster, each slot has its own record (trustKeyOf).
-const TrustKey = "quorumlock:trusted-start"
+// Vouching for a new master's process (TrustStart, CheckNew), done by the
+// per-master layer (internal/master: trust.go, trustcheck.go).
 
-// trustTTL is how long a TrustStart vouch lasts: far longer than any restart
-// guard, after which the node's uptime alone makes it count.
-const trustTTL = 24 * time.Hour
+// TrustKey, "quorumlock:trusted-start", is the key TrustStart writes on a
+// plain master: the run_id of a server process vouched for. It is outside any prefix, since it is about
+// the server. On a cluster, each slot has its own record (TrustKeyFor).
+const TrustKey = master.TrustKey
 
 // TrustStart vouches that node's current server process started with no
 // lease to forget — a master just created, or started after every lease it
@@ -34,165 +29,58 @@ const trustTTL = 24 * time.Hour
 // SET and HSET (on a cluster, CLUSTER MYID and CLUSTER SHARDS too), and
 // does not close node. On a *redis.ClusterClient it vouches every primary,
 // each writing a record per slot it serves, in
-// pipelines of vouchBatch slots: ctx bounds the whole vouch, which takes
+// pipelines of 512 slots: ctx bounds the whole vouch, which takes
 // longer with more slots; to bound each call instead, give node a hook or
 // timeouts of its own (quorumlock trust does: its --timeout is per call).
 func TrustStart(ctx context.Context, node redis.UniversalClient) error {
-	if cc, ok := node.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, p *redis.Client) error {
-			return vouchServer(ctx, p)
-		})
-	}
-	return vouchServer(ctx, node)
+	return master.TrustStart(ctx, node)
 }
 
-// vouchServer vouches for the one server process node talks to.
-func vouchServer(ctx context.Context, node redis.UniversalClient) error {
-	info, err := node.Info(ctx, "server", "replication").Result()
-	if err != nil {
-		return fmt.Errorf("redlock: TrustStart: INFO: %w", err)
-	}
-	runID := infoField(info, "run_id")
-	if runID == "" {
-		return fmt.Errorf("redlock: TrustStart: INFO server has no run_id")
-	}
-	if role := infoField(info, "role"); role != "" && role != "master" {
-		return fmt.Errorf("%w: TrustStart: INFO replication says role:%s; vouch for masters only", ErrReplica, role)
-	}
-	keys, owner := []string{TrustKey}, []any(nil)
-	if infoField(info, "redis_mode") == "cluster" {
-		if keys, owner, err = slotRecords(ctx, node, info); err != nil {
-			return fmt.Errorf("redlock: TrustStart: %w", err)
+// ErrInUse is matched by CheckNew's errors for a node that TrustStart must
+// not vouch for because the masters given with it are in use.
+var ErrInUse = master.ErrInUse
+
+// NewSpread, 10 s, is how far apart the starts of a new deployment's
+// masters may be: a master that has been up longer than another by more
+// than this was there before it, so the younger one may have restarted
+// while in use.
+const NewSpread = master.NewSpread
+
+// An InUseError says why vouching for one node is unsafe: another node
+// given with it (Other, an index into CheckNew's nodes; the node itself
+// when it holds locks) shows the deployment in use.
+type InUseError struct {
+	Other int    // index in CheckNew's nodes of the node in use
+	Why   string // e.g. "holds 2 live locks under \"quorumlock:\" (quorumlock:{k})"
+}
+
+func (e *InUseError) Error() string   { return fmt.Sprintf("redlock: node %d %s", e.Other, e.Why) }
+func (e *InUseError) Unwrap() error   { return ErrInUse }
+func (e *InUseError) Is(t error) bool { return t == ErrInUse }
+
+// CheckNew reports, for each of nodes, whether vouching for it with
+// TrustStart is safe: nil, or why not. A node is refused with an *InUseError
+// (matching ErrInUse) when any node given holds a live lock, reader or
+// permit under prefix, or when another node given has been up longer than
+// it by more than NewSpread; a replica with ErrReplica; a node CheckNew
+// cannot read (down, NOPERM, ctx ended) with that error. A node whose
+// running process is already vouched for is not checked. Pass every master
+// of the deployment, so that their locks and starts are seen; a
+// *redis.ClusterClient is surveyed on every primary (its locks are all of
+// theirs, its start the youngest primary's). It reads INFO, the vouch
+// records and SCANs the keys under prefix; it writes nothing.
+func CheckNew(ctx context.Context, nodes []redis.UniversalClient, prefix string) []error {
+	errs := master.CheckNew(ctx, nodes, prefix)
+	for i, err := range errs {
+		if e, ok := err.(*master.InUseError); ok {
+			errs[i] = &InUseError{Other: e.Other, Why: e.Why}
 		}
 	}
-	// A primary serves up to 16384 slots: its records go out in pipelines
-	// of vouchBatch, each well within a client's read and write timeouts.
-	for part := range slices.Chunk(keys, vouchBatch) {
-		_, err = node.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, k := range part {
-				p.Set(ctx, k, runID, trustTTL)
-				if owner != nil {
-					p.HSet(ctx, ownerKeyOf(slotOf(k)), owner...)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("redlock: TrustStart: SET %s (%d records): %w", part[0], len(keys), err)
-		}
-	}
-	return nil
+	return errs
 }
 
-// vouchBatch is how many slots' records TrustStart writes per pipeline.
-const vouchBatch = 512
-
-// slotRecords returns the trust records of the slots the cluster node node
-// serves, and the owner record that vouches for it there: this server,
-// replication ID and config epoch since 0 (prelude.lua: served_ms). A
-// replica promoted later, or this server after a failover back to it, has
-// another config epoch.
-func slotRecords(ctx context.Context, node redis.UniversalClient, info string) ([]string, []any, error) {
-	replid := infoField(info, "master_replid")
-	if replid == "" {
-		return nil, nil, fmt.Errorf("INFO replication has no master_replid")
-	}
-	ci, err := node.ClusterInfo(ctx).Result()
-	if err != nil {
-		return nil, nil, fmt.Errorf("CLUSTER INFO: %w", err)
-	}
-	epoch := infoField(ci, "cluster_my_epoch")
-	if epoch == "" {
-		return nil, nil, fmt.Errorf("CLUSTER INFO has no cluster_my_epoch")
-	}
-	id, slots, err := ownSlots(ctx, node)
-	if err != nil {
-		return nil, nil, err
-	}
-	keys := make([]string, 0, len(slots))
-	for _, s := range slots {
-		keys = append(keys, trustKeyOf(s))
-	}
-	return keys, []any{"by", id, "repl", replid, "epoch", epoch, "since", 0}, nil
-}
-
-// ownSlots returns the node ID of the cluster node node talks to, and the
-// slots it serves as a primary, as it sees them itself (CLUSTER SHARDS:
-// its own shard's slots, if it is that shard's primary).
-func ownSlots(ctx context.Context, node redis.UniversalClient) (string, []int, error) {
-	id, err := node.ClusterMyID(ctx).Result()
-	if err != nil {
-		return "", nil, fmt.Errorf("CLUSTER MYID: %w", err)
-	}
-	shards, err := node.ClusterShards(ctx).Result()
-	if err != nil {
-		return "", nil, fmt.Errorf("CLUSTER SHARDS: %w", err)
-	}
-	var slots []int
-	for _, sh := range shards {
-		if !primaryIn(sh, id) {
-			continue
-		}
-		for _, r := range sh.Slots {
-			for s := r.Start; s <= r.End; s++ {
-				slots = append(slots, int(s))
-			}
-		}
-	}
-	return id, slots, nil
-}
-
-// primaryIn reports whether the node of ID id is sh's primary.
-func primaryIn(sh redis.ClusterShard, id string) bool {
-	for _, n := range sh.Nodes {
-		if n.ID == id {
-			return n.Role == "master"
-		}
-	}
-	return false
-}
-
-// startKeys are the records prelude.lua reads for lock on this node: the
-// trust record (trust_key) — TrustKey on a plain master, else its slot's —
-// and on a cluster the slot's owner record (owner_key), on a Sentinel
-// member the master's (masterOwnerKey).
-func (nd *node) startKeys(lock string) []string {
-	if nd.failover {
-		return failoverStartKeys
-	}
-	if !nd.cluster {
-		return plainStartKeys
-	}
-	slot := slotOf(lock)
-	return []string{trustKeyOf(slot), ownerKeyOf(slot)}
-}
-
-// plainStartKeys is startKeys on a plain master, shared read-only.
-var plainStartKeys = []string{TrustKey}
-
-// masterOwnerKey is the owner record of the master of a Sentinel member
-// (prelude.lua: master_served_ms): one per server, like TrustKey.
-const masterOwnerKey = "quorumlock:master-owner"
-
-// failoverStartKeys is startKeys on a Sentinel member, shared read-only.
-var failoverStartKeys = []string{TrustKey, masterOwnerKey}
-
-// trustKeyOf is the trust record of a cluster slot: TrustKey with a hash
-// tag of that slot.
-func trustKeyOf(slot int) string {
-	return TrustKey + ":{" + slotTags()[slot] + "}"
-}
-
-// slotTags holds, per slot, the shortest base-36 tag (the first found)
-// that hashes to it: computed once, in a few ms.
-var slotTags = sync.OnceValue(func() []string {
-	tags := make([]string, hashslot.Count)
-	for i, left := int64(0), hashslot.Count; left > 0; i++ {
-		tag := strconv.FormatInt(i, 36)
-		if s := slotOf(tag); tags[s] == "" {
-			tags[s] = tag
-			left--
-		}
-	}
-	return tags
-})
+// TrustKeyFor returns the vouch record that covers key on a Redis Cluster
+// node: the record of key's slot, which TrustStart writes on the slot's
+// primary naming its run_id ("quorumlock status" reads it there). On a
+// plain master the vouch is TrustKey.
+func TrustKeyFor(key string) string { return master.TrustKeyFor(key) }

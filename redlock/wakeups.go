@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/redlock/internal/master"
 )
 
 // wakeups wakes a Client's waiters when a lock they wait for is released:
@@ -54,7 +55,7 @@ type subscription struct {
 // go-redis holds the subscription's lock, and so holds its Close: the node
 // timeout plus its late window, as every other wait on a node.
 func (w *wakeups) subscribeTimeout() time.Duration {
-	return w.c.cfg.nodeTimeout + lateWindow(w.c.cfg.nodeTimeout)
+	return w.c.cfg.nodeTimeout + master.LateWindow(w.c.cfg.nodeTimeout)
 }
 
 // register registers owner's waiter for channels — one per key it waits
@@ -113,7 +114,7 @@ func (w *wakeups) unregister(channel string, wake chan struct{}) {
 func (w *wakeups) open() {
 	w.subscribers = make([]*subscriber, len(w.c.nodes))
 	for i, n := range w.c.nodes {
-		s := &subscriber{ps: n.rdb.Subscribe(context.Background()), ops: make(chan subscription, 256), quit: make(chan struct{})}
+		s := &subscriber{ps: n.master.Redis().Subscribe(context.Background()), ops: make(chan subscription, 256), quit: make(chan struct{})}
 		w.subscribers[i] = s
 		timeout := w.subscribeTimeout()
 		w.c.spawn(func() { s.apply(timeout) })

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -13,8 +14,9 @@ import (
 // gives in backticks that does not exist: a file or directory path found
 // nowhere in the repository; a symbol that a "`file` (`symbol`, …)" or
 // "`file`: `symbol`" places in one of redlock's files and that file does
-// not name; and, in the sections about redlock's insides, an identifier
-// that no Go or Lua file of redlock names. Expressions, key layouts and
+// not name (a file of redlock/internal/master in its section); and, in the
+// sections about redlock's insides, an identifier that no Go or Lua file of
+// the section's package names. Expressions, key layouts and
 // commands in backticks are left alone.
 func checkArchitecture(root string) ([]string, error) {
 	text, err := os.ReadFile(filepath.Join(root, "docs", "ARCHITECTURE.md"))
@@ -25,35 +27,46 @@ func checkArchitecture(root string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	pkg, err := sources(filepath.Join(root, "redlock"), false)
-	if err != nil {
-		return nil, err
+	pkgs := map[string]map[string]words{} // by directory: its files, tests left out
+	for _, dir := range []string{"redlock", masterDir} {
+		pkgs[dir], err = sources(filepath.Join(root, dir), false)
+		if err != nil && !(dir == masterDir && errors.Is(err, fs.ErrNotExist)) {
+			return nil, err
+		}
 	}
-	withTests, err := sources(filepath.Join(root, "redlock"), true)
-	if err != nil {
-		return nil, err
-	}
-	names := &known{root: root, redlock: union(withTests), others: map[string]words{}}
+	names := &known{root: root, others: map[string]words{}}
 	var problems []string
-	inRedlock := false
+	section, dir := "", "redlock"
 	for n, line := range strings.Split(string(text), "\n") {
 		if strings.HasPrefix(line, "## ") {
-			inRedlock = redlockSections[strings.TrimPrefix(line, "## ")]
+			section = strings.TrimPrefix(line, "## ")
+			if dir = redlockSections[section]; dir == "" {
+				dir = "redlock"
+			}
 		}
 		where := fmt.Sprintf("docs/ARCHITECTURE.md:%d", n+1)
 		problems = append(problems, missingFiles(where, line, files)...)
-		problems = append(problems, misplaced(where, line, pkg)...)
-		if inRedlock {
-			problems = append(problems, unknownNames(where, line, names)...)
+		problems = append(problems, misplaced(where, line, dir, pkgs[dir])...)
+		if redlockSections[section] != "" {
+			src, err := names.of(dir)
+			if err != nil {
+				return nil, err
+			}
+			problems = append(problems, unknownNames(where, line, src, names)...)
 		}
 	}
 	return problems, nil
 }
 
+// masterDir is the per-master layer's package, inside redlock.
+const masterDir = "redlock/internal/master"
+
 // redlockSections are the sections of docs/ARCHITECTURE.md whose
-// identifiers are redlock's (or qualified by the package they belong to).
-var redlockSections = map[string]bool{
-	"Inside `redlock`": true, "A lock's path": true, "Waits on a node": true, "Where each guarantee lives": true,
+// identifiers are those of a package of redlock (or qualified by the
+// package they belong to), by section: the package's directory.
+var redlockSections = map[string]string{
+	"Inside `redlock`": "redlock", "Inside `redlock/internal/master`": masterDir,
+	"A lock's path": "redlock", "Waits on a node": "redlock", "Where each guarantee lives": "redlock",
 }
 
 var (
@@ -109,12 +122,12 @@ func exists(p string, files []string) bool {
 	return false
 }
 
-func misplaced(where, line string, pkg map[string]words) []string {
+func misplaced(where, line, dir string, pkg map[string]words) []string {
 	var problems []string
 	for _, m := range placed.FindAllStringSubmatch(line, -1) {
 		src, ok := pkg[m[1]]
 		if !ok {
-			continue // not one of redlock's files: missingFiles judges it
+			continue // not one of the package's files: missingFiles judges it
 		}
 		for _, s := range backticked.FindAllStringSubmatch(m[2]+m[3], -1) {
 			name := strings.TrimSuffix(s[1], "()")
@@ -122,19 +135,18 @@ func misplaced(where, line string, pkg map[string]words) []string {
 				continue
 			}
 			if last := name[strings.LastIndex(name, ".")+1:]; !src[last] {
-				problems = append(problems, fmt.Sprintf("%s: places %s in redlock/%s, which does not name it", where, name, m[1]))
+				problems = append(problems, fmt.Sprintf("%s: places %s in %s/%s, which does not name it", where, name, dir, m[1]))
 			}
 		}
 	}
 	return problems
 }
 
-// known is the words of redlock's files (tests included), and those of the
-// other packages a qualified name was looked up in.
+// known is the words of the packages (tests included) a name was looked
+// up in.
 type known struct {
-	root    string
-	redlock words
-	others  map[string]words // by directory
+	root   string
+	others map[string]words // by directory
 }
 
 func (k *known) of(dir string) (words, error) {
@@ -149,7 +161,9 @@ func (k *known) of(dir string) (words, error) {
 	return k.others[dir], nil
 }
 
-func unknownNames(where, line string, k *known) []string {
+// unknownNames reports the identifiers of line that src, the words of the
+// section's package, does not name (a qualified one: its package's).
+func unknownNames(where, line string, src words, k *known) []string {
 	var problems []string
 	for _, m := range backticked.FindAllStringSubmatch(line, -1) {
 		name := strings.TrimSuffix(m[1], "()")
@@ -157,7 +171,7 @@ func unknownNames(where, line string, k *known) []string {
 			continue
 		}
 		parts := strings.Split(name, ".")
-		src := k.redlock
+		src := src
 		if dir, ok := packageDirs[parts[0]]; ok && len(parts) > 1 {
 			other, err := k.of(dir)
 			if err != nil {
@@ -180,6 +194,7 @@ func unknownNames(where, line string, k *known) []string {
 // redlock sections may start with (`quorum.Round.Run`, `autopipe.Pipe`).
 var packageDirs = map[string]string{
 	"quorum": "quorum", "clock": "clock", "autopipe": "internal/autopipe", "hashslot": "internal/hashslot",
+	"master": masterDir,
 }
 
 // words is the set of identifiers a source file names, comments included.

@@ -1,4 +1,4 @@
-package redlock
+package master
 
 import (
 	"context"
@@ -8,25 +8,25 @@ import (
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
 )
 
-// A batch on the library's own client is read until its calls' latest
+// A batch on the library's dedicated client is read until its calls' latest
 // deadline plus the late window, however short the client's fixed socket
 // bound: a master that answers after the bound (500 ms at a 25 ms node
 // timeout) but well before the call's own deadline — as the watchdog's
 // calls allow, on a host short of CPU — still answers it. Issue 25: batches
 // of renewals were cut whole at the bound, "i/o timeout", and the locks
 // lost.
-func TestOwnBatchReadUntilItsCallsDeadline(t *testing.T) {
+func TestDedicatedBatchReadUntilItsCallsDeadline(t *testing.T) {
 	const nodeTimeout = 25 * time.Millisecond
 	lab := redislab.Start(t, 1)
 	lab.RequireControl(t)
-	nd := newNode(lab.Clients(t)[0], nodeTimeout)
-	t.Cleanup(nd.close)
+	nd := New(lab.Clients(t)[0], nodeTimeout)
+	t.Cleanup(nd.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := nd.call(ctx, "ping").Err(); err != nil {
+	if err := nd.Call(ctx, "ping").Err(); err != nil {
 		t.Fatalf("a call to the running master: %v", err)
 	}
-	bound := socketBound(nodeTimeout)
+	bound := SocketBound(nodeTimeout)
 	lab.Pause(t, 0)
 	resumed := make(chan struct{})
 	go func() {
@@ -37,7 +37,7 @@ func TestOwnBatchReadUntilItsCallsDeadline(t *testing.T) {
 	callCtx, callCancel := context.WithTimeout(ctx, 20*bound)
 	defer callCancel()
 	start := time.Now()
-	err := nd.call(callCtx, "ping").Err()
+	err := nd.Call(callCtx, "ping").Err()
 	took := time.Since(start)
 	<-resumed
 	if err != nil {
@@ -46,31 +46,31 @@ func TestOwnBatchReadUntilItsCallsDeadline(t *testing.T) {
 	t.Logf("answered after %v (socket bound %v)", took.Round(time.Millisecond), bound)
 }
 
-// A call with no deadline of its own on the library's own client is still
+// A call with no deadline of its own on the library's dedicated client is still
 // bounded, by the socket bound plus the late window: a frozen master never
 // holds it for good.
-func TestOwnCallWithoutDeadlineIsBounded(t *testing.T) {
+func TestDedicatedCallWithoutDeadlineIsBounded(t *testing.T) {
 	const nodeTimeout = 25 * time.Millisecond
 	lab := redislab.Start(t, 1)
 	lab.RequireControl(t)
-	nd := newNode(lab.Clients(t)[0], nodeTimeout)
-	t.Cleanup(nd.close)
-	if err := nd.call(context.Background(), "ping").Err(); err != nil {
+	nd := New(lab.Clients(t)[0], nodeTimeout)
+	t.Cleanup(nd.Close)
+	if err := nd.Call(context.Background(), "ping").Err(); err != nil {
 		t.Fatalf("a call to the running master: %v", err)
 	}
 	lab.Pause(t, 0)
 	done := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- nd.call(context.Background(), "ping").Err() }()
+	go func() { done <- nd.Call(context.Background(), "ping").Err() }()
 	select {
 	case err := <-done:
 		t.Logf("gave up after %v: %v", time.Since(start).Round(time.Millisecond), err)
 		if err == nil {
 			t.Fatal("a frozen master answered")
 		}
-	case <-time.After(20 * socketBound(nodeTimeout)):
+	case <-time.After(20 * SocketBound(nodeTimeout)):
 		lab.Resume(t, 0)
 		<-done
-		t.Fatalf("a call without deadline to a frozen master still waits after %v; want it cut near %v", 20*socketBound(nodeTimeout), socketBound(nodeTimeout))
+		t.Fatalf("a call without deadline to a frozen master still waits after %v; want it cut near %v", 20*SocketBound(nodeTimeout), SocketBound(nodeTimeout))
 	}
 }

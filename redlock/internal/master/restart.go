@@ -1,4 +1,4 @@
-package redlock
+package master
 
 import (
 	"fmt"
@@ -15,21 +15,23 @@ import (
 // restarted empty. The node's start is read from its uptime when the Client
 // first meets its process, and timed on the Client's clock after that.
 
-// startInfo is what a grant may report about its node's start. A grant
+// A StartInfo is what a grant may report about its node's start. A grant
 // reports it only when the node's LASTSAVE changed since this Client last
 // saw it (a restart, or a save); otherwise it is zero.
-type startInfo struct {
+type StartInfo struct {
 	runID, saved string
 	uptime       time.Duration
 	sinceSave    time.Duration // the node's clock less its LASTSAVE
 	vouched      bool          // TrustStart vouched for this run_id
 	role         string        // "master", "slave", or "" if unknown
 	unknown      string        // why the node could not report its start
-	longest      time.Duration // the TTL record of the locks asked (lease_ttl)
-	hasLongest   bool
-	server       string        // the answering server's cluster node ID; "" on a plain master
-	served       time.Duration // how long server has served the keys' slot (prelude.lua: served_ms)
-	hasServed    bool
+	// RecordMS is the TTL record of the locks asked (lease_ttl), in ms: -1
+	// is a hold that records none (readers, an older version's lock).
+	RecordMS  int64
+	HasRecord bool
+	server    string        // the answering server's cluster node ID; "" on a plain master
+	served    time.Duration // how long server has served the keys' slot (prelude.lua: served_ms)
+	hasServed bool
 }
 
 // savedTrust is how old a LASTSAVE must be seen before it is relied on: it
@@ -38,9 +40,9 @@ type startInfo struct {
 // it, any later restart changes it.
 const savedTrust = 2 * time.Second
 
-// uptimeSlack covers Redis's uptime_in_seconds, which counts whole seconds
+// UptimeSlack covers Redis's uptime_in_seconds, which counts whole seconds
 // of wall-clock time and so may read up to a second more than has passed.
-const uptimeSlack = time.Second
+const UptimeSlack = time.Second
 
 func infoField(info, name string) string {
 	for line := range strings.Lines(info) {
@@ -51,30 +53,28 @@ func infoField(info, name string) string {
 	return ""
 }
 
-// startOf reads the start info of a granting reply of acquire.lua for keys
+// StartOf reads the start info of a granting reply of acquire.lua for keys
 // keys: {1, token per key..., start_info...} (prelude.lua).
-func startOf(reply []any, keys int) startInfo {
+func StartOf(reply []any, keys int) StartInfo {
 	if len(reply) < 2+keys {
-		return startInfo{}
+		return StartInfo{}
 	}
-	return startFields(reply[1+keys:])
+	return StartFields(reply[1+keys:])
 }
 
-// startFields reads prelude.lua's start_info: {uptime, run_id, LASTSAVE,
+// StartFields reads prelude.lua's start_info: {uptime, run_id, LASTSAVE,
 // time, vouched, role, TTL record}, {-2, TTL record}, or {-1, why} — on a
 // cluster member followed by the answering server's node ID, and {-3, node
 // ID} when nothing else need be said.
-func startFields(f []any) startInfo {
-	var s startInfo
-	uptime, _ := replyInt(f, 0)
+func StartFields(f []any) StartInfo {
+	var s StartInfo
+	uptime, _ := intAt(f, 0)
 	switch uptime {
 	case -3: // a cluster server as the client knows it
 		s.servedFrom(f, 1)
 		return s
 	case -2: // the start as the client knows it; only the record
-		if ms, ok := replyInt(f, 1); ok {
-			s.longest, s.hasLongest = recordOf(ms), true
-		}
+		s.RecordMS, s.HasRecord = intAt(f, 1)
 		s.servedFrom(f, 2)
 		return s
 	}
@@ -96,34 +96,32 @@ func startFields(f []any) startInfo {
 	s.saved, _ = f[2].(string)
 	clock, _ := f[3].(string)
 	s.sinceSave = secondsBetween(s.saved, clock)
-	vouched, _ := replyInt(f, 4)
+	vouched, _ := intAt(f, 4)
 	s.vouched = vouched == 1
 	s.role, _ = f[5].(string)
-	if ms, ok := replyInt(f, 6); ok {
-		s.longest, s.hasLongest = recordOf(ms), true
-	}
+	s.RecordMS, s.HasRecord = intAt(f, 6)
 	s.servedFrom(f, 7)
 	return s
 }
 
 // servedFrom reads a cluster server's node ID at f[i], and how long it has
 // served the keys' slot (ms) at f[i+1].
-func (s *startInfo) servedFrom(f []any, i int) {
+func (s *StartInfo) servedFrom(f []any, i int) {
 	if len(f) > i {
 		s.server, _ = f[i].(string)
 	}
-	if ms, ok := replyInt(f, i+1); ok {
+	if ms, ok := intAt(f, i+1); ok {
 		s.served, s.hasServed = time.Duration(max(0, ms))*time.Millisecond, true
 	}
 }
 
-// recordOf reads a TTL record in ms: -1 is a hold that records none
-// (readers, an older version's lock), read as MaxRestartGuard.
-func recordOf(ms int64) time.Duration {
-	if ms < 0 {
-		return MaxRestartGuard
+// intAt returns reply[i] if it is an integer.
+func intAt(reply []any, i int) (int64, bool) {
+	if i >= len(reply) {
+		return 0, false
 	}
-	return time.Duration(ms) * time.Millisecond
+	v, ok := reply[i].(int64)
+	return v, ok
 }
 
 // secondsBetween returns to − from, two decimal counts of seconds, or 0 if

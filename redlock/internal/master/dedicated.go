@@ -1,4 +1,4 @@
-package redlock
+package master
 
 import (
 	"context"
@@ -14,12 +14,12 @@ import (
 	"github.com/seed818c56a1/quorumlock/internal/autopipe"
 )
 
-// ownPoolSize is the connection pool of each of the library's own clients:
+// dedicatedPoolSize is the connection pool of each of the library's dedicated clients:
 // one batch in flight, autopipe.DefaultMaxOverdue overdue ones, and ROLE:
 // ten.
-const ownPoolSize = 2 + autopipe.DefaultMaxOverdue
+const dedicatedPoolSize = 2 + autopipe.DefaultMaxOverdue
 
-// ownProtocol is the RESP version of the library's own clients, whatever
+// dedicatedProtocol is the RESP version of the library's dedicated clients, whatever
 // the caller's: RESP2. Every reply the library reads means the same in
 // both (its scripts return integers, strings, nil and arrays of them, never
 // a Lua boolean; CLUSTER SHARDS is read as maps or as flat lists; INFO,
@@ -28,47 +28,47 @@ const ownPoolSize = 2 + autopipe.DefaultMaxOverdue
 // connection for them (a recvfrom system call) before a batch — about six
 // per lock and unlock over five masters, none over RESP2 — and keeps a
 // push processor per client.
-const ownProtocol = 2
+const dedicatedProtocol = 2
 
-// lateWindow is how long after a call's node timeout the library still
+// LateWindow is how long after a call's node timeout the library still
 // reads its reply (to undo a late grant) before it drops the connection:
 // four node timeouts, at most autopipe.DefaultLateWindow (250 ms). Every
 // wait on a node ends by the node timeout plus this window.
-func lateWindow(nodeTimeout time.Duration) time.Duration {
+func LateWindow(nodeTimeout time.Duration) time.Duration {
 	return min(4*nodeTimeout, autopipe.DefaultLateWindow)
 }
 
-// socketBound bounds each socket operation of the library's own clients
+// SocketBound bounds each socket operation of the library's dedicated clients
 // that has no tighter deadline of its own — a dial, a pub/sub handshake —
 // and is the read and write timeout behind every context but a batch's
 // (whose reads end at its calls' latest deadline plus the late window: see
 // batchClient): half a second, or two node timeouts plus their late windows
 // if that is longer.
-func socketBound(nodeTimeout time.Duration) time.Duration {
-	return max(500*time.Millisecond, 2*(nodeTimeout+lateWindow(nodeTimeout)))
+func SocketBound(nodeTimeout time.Duration) time.Duration {
+	return max(500*time.Millisecond, 2*(nodeTimeout+LateWindow(nodeTimeout)))
 }
 
-// ownClient returns the library's own client to the server(s) rdb talks
+// dedicatedClient returns the library's dedicated client to the server(s) rdb talks
 // to, built from rdb's options — address, credentials, TLS, Dialer, DB,
-// OnConnect kept; RESP2 (ownProtocol) — so that every read is cut at its context's
+// OnConnect kept; RESP2 (dedicatedProtocol) — so that every read is cut at its context's
 // deadline (ContextTimeoutEnabled) and its connection dropped, nothing is
 // retried (a batch re-sent by go-redis could run twice and would hold up
 // the calls behind it), and every dial, read and write is bounded by
-// bound. It returns nil for a client type it cannot rebuild (a caller's
-// own UniversalClient), which the library then uses as it is.
+// bound. It returns nil for a client type it cannot rebuild (a
+// UniversalClient type of the caller's), which the library then uses as it is.
 // A Sentinel failover client's dials are recorded in dialed (nil for any
 // other client): the master it reaches.
-func ownClient(rdb redis.UniversalClient, bound time.Duration, dialed *dialedAddr) redis.UniversalClient {
+func dedicatedClient(rdb redis.UniversalClient, bound time.Duration, dialed *dialedAddr) redis.UniversalClient {
 	switch r := rdb.(type) {
 	case *redis.Client:
-		return ownDialedClient(*r.Options(), bound, dialed)
+		return dedicatedDialedClient(*r.Options(), bound, dialed)
 	case *redis.ClusterClient:
 		o := *r.Options()
 		o.MaintNotificationsConfig = noMaintNotifications()
-		o.Protocol = ownProtocol
+		o.Protocol = dedicatedProtocol
 		o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = bound, bound, bound, bound
-		o.PoolSize, o.PipelinePoolSize, o.MaxConcurrentDials = ownPoolSize, ownPoolSize, 0
+		o.PoolSize, o.PipelinePoolSize, o.MaxConcurrentDials = dedicatedPoolSize, dedicatedPoolSize, 0
 		o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns = 0, 0, 0
 		o.Dialer = boundDialer(o.Dialer, bound)
 		o.PushNotificationProcessor = nil
@@ -78,10 +78,10 @@ func ownClient(rdb redis.UniversalClient, bound time.Duration, dialed *dialedAdd
 		return redis.NewClusterClient(&o)
 	case *redis.Ring:
 		o := *r.Options()
-		o.Protocol = ownProtocol
+		o.Protocol = dedicatedProtocol
 		o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = bound, bound, bound, bound
-		o.PoolSize, o.PipelinePoolSize = ownPoolSize, ownPoolSize
+		o.PoolSize, o.PipelinePoolSize = dedicatedPoolSize, dedicatedPoolSize
 		o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns = 0, 0, 0
 		o.Dialer = boundDialer(o.Dialer, bound)
 		return redis.NewRing(&o)
@@ -89,25 +89,25 @@ func ownClient(rdb redis.UniversalClient, bound time.Duration, dialed *dialedAdd
 	return nil
 }
 
-// ownServerClient returns the library's own client to one server, built
-// from o as ownClient says: a plain master given, or one primary of a
+// dedicatedServerClient returns the library's dedicated client to one server, built
+// from o as dedicatedClient says: a plain master given, or one primary of a
 // cluster member (route.go).
-func ownServerClient(o redis.Options, bound time.Duration) *redis.Client {
-	return ownDialedClient(o, bound, nil)
+func dedicatedServerClient(o redis.Options, bound time.Duration) *redis.Client {
+	return dedicatedDialedClient(o, bound, nil)
 }
 
-// ownDialedClient is ownServerClient recording every connection it dials
+// dedicatedDialedClient is dedicatedServerClient recording every connection it dials
 // in dialed, unless nil.
-func ownDialedClient(o redis.Options, bound time.Duration, dialed *dialedAddr) *redis.Client {
+func dedicatedDialedClient(o redis.Options, bound time.Duration, dialed *dialedAddr) *redis.Client {
 	o.MaintNotificationsConfig = noMaintNotifications()
 	// Client-side caching would share the caller's cache: the library
 	// reads nothing it could cache.
 	o.ClientSideCache, o.ClientSideCacheConfig = nil, nil
 	o.PushNotificationProcessor = nil // the caller's has its handlers already
-	o.Protocol = ownProtocol
+	o.Protocol = dedicatedProtocol
 	o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
 	o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = bound, bound, bound, bound
-	o.PoolSize, o.PipelinePoolSize, o.MaxConcurrentDials = ownPoolSize, ownPoolSize, 0
+	o.PoolSize, o.PipelinePoolSize, o.MaxConcurrentDials = dedicatedPoolSize, dedicatedPoolSize, 0
 	o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns = 0, 0, 0
 	if isDefaultDialer(o.Dialer) {
 		o.Dialer = nil // NewClient makes one for o: bounded, TLS included
@@ -117,8 +117,8 @@ func ownDialedClient(o redis.Options, bound time.Duration, dialed *dialedAddr) *
 }
 
 // A dialedAddr is the address of the last connection a client dialed,
-// normalized (normalAddr): for a Sentinel member, the master it reaches
-// now, which votes and errors name (node.name).
+// normalized (NormalAddr): for a Sentinel member, the master it reaches
+// now, which votes and errors name (Node.Name).
 type dialedAddr struct{ last atomic.Pointer[string] }
 
 // wrap returns dial recording the remote address of each connection it
@@ -131,7 +131,7 @@ func (d *dialedAddr) wrap(dial func(context.Context, string, string) (net.Conn, 
 		cn, err := dial(ctx, network, addr)
 		if err == nil && cn != nil {
 			if ra := cn.RemoteAddr(); ra != nil {
-				a := normalAddr(ra.String())
+				a := NormalAddr(ra.String())
 				d.last.Store(&a)
 			}
 		}
@@ -151,7 +151,7 @@ func (d *dialedAddr) sentinelName() string {
 
 // noMaintNotifications turns off go-redis's maintenance notifications
 // (endpoints moving during a managed service's upgrade) for the library's
-// own clients: they cost a command in every connection's handshake and
+// dedicated clients: they cost a command in every connection's handshake and
 // background goroutines, and a connection that stops answering is the
 // library's business anyway — it gives up on it at the node timeout.
 func noMaintNotifications() *maintnotifications.Config {
@@ -181,16 +181,17 @@ func boundDialer(dial func(context.Context, string, string) (net.Conn, error), b
 	}
 }
 
-// A warmth sets up connections to one node in the background. A call that
+// A predial sets up connections to one node in the background, ahead of
+// the calls that need them. A call that
 // finds no idle connection dials one and runs its handshake (HELLO, CLIENT
 // SETINFO: round trips of their own) under its own deadline plus the late
 // window; on a slow link or in a starved process that may never be enough,
 // and each failed handshake drops its connection. So after every call that
 // got no answer, and beside the node's first call, one pipelined PING at a
-// time runs under a budget of its own (four socketBounds; each read and
+// time runs under a budget of its own (four SocketBounds; each read and
 // write still within one): the connection it sets up stays pooled for the
 // next batches. Close stops it (cut ends it at once) and waits for it.
-type warmth struct {
+type predial struct {
 	budget time.Duration
 	first  atomic.Bool // the node's first call has started one
 	mu     sync.Mutex
@@ -199,15 +200,15 @@ type warmth struct {
 	wg     sync.WaitGroup
 }
 
-func (w *warmth) start(rdb redis.UniversalClient) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.busy || w.closed {
+func (p *predial) start(rdb redis.UniversalClient) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.busy || p.closed {
 		return
 	}
-	w.busy = true
-	w.wg.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), w.budget)
+	p.busy = true
+	p.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), p.budget)
 		if rc, ok := rdb.(*redis.Client); ok {
 			// Into the pool the pipe's senders hold their connections from
 			// (autopipe: one each, over a client that never retries).
@@ -220,15 +221,15 @@ func (w *warmth) start(rdb redis.UniversalClient) {
 			_, _ = pl.Exec(ctx)
 		}
 		cancel()
-		w.mu.Lock()
-		w.busy = false
-		w.mu.Unlock()
+		p.mu.Lock()
+		p.busy = false
+		p.mu.Unlock()
 	})
 }
 
 // stop refuses every later start.
-func (w *warmth) stop() {
-	w.mu.Lock()
-	w.closed = true
-	w.mu.Unlock()
+func (p *predial) stop() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
 }

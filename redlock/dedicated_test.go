@@ -40,11 +40,11 @@ func TestSlowConnectionSetupStillConnects(t *testing.T) {
 	}
 }
 
-// New talks through clients of its own for a *redis.Client and a
+// New talks through dedicated clients for a *redis.Client and a
 // *redis.Ring, built from their options — hooks added to the given clients
 // see none of the library's commands — and through the given client itself
 // for a type of the caller's own.
-func TestOwnClientsFromGivenOptions(t *testing.T) {
+func TestDedicatedClientsFromGivenOptions(t *testing.T) {
 	l := redislab.Start(t, 3)
 	l.Trust(t, redlock.TrustStart)
 	cases := []struct {
@@ -104,11 +104,11 @@ func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	}
 }
 
-// The library's own clients speak RESP2 (no push notifications to peek
+// The library's dedicated clients speak RESP2 (no push notifications to peek
 // for), while the caller's client keeps its RESP3: every connection named
 // as the given clients are, but the caller's own, says resp=2 in CLIENT
 // LIST.
-func TestOwnClientsSpeakRESP2(t *testing.T) {
+func TestDedicatedClientsSpeakRESP2(t *testing.T) {
 	l := redislab.Start(t, 3)
 	l.Trust(t, redlock.TrustStart)
 	const name = "resp-probe"
@@ -159,7 +159,7 @@ func checkRESP(ctx context.Context, t *testing.T, addr, name string) {
 	if err != nil {
 		t.Fatalf("%s: CLIENT LIST: %v", addr, err)
 	}
-	own := 0
+	library := 0
 	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
 		f := map[string]string{}
 		for _, kv := range strings.Fields(line) {
@@ -172,13 +172,13 @@ func checkRESP(ctx context.Context, t *testing.T, addr, name string) {
 				t.Errorf("%s: the caller's connection speaks resp=%s, want 3 (untouched)", addr, f["resp"])
 			}
 		case f["name"] == name:
-			own++
+			library++
 			if f["resp"] != "2" {
 				t.Errorf("%s: a library connection speaks resp=%s, want 2: %s", addr, f["resp"], line)
 			}
 		}
 	}
-	if own == 0 {
+	if library == 0 {
 		t.Errorf("%s: no library connection in CLIENT LIST:\n%s", addr, list)
 	}
 }

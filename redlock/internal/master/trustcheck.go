@@ -1,4 +1,4 @@
-package redlock
+package master
 
 import (
 	"cmp"
@@ -9,22 +9,20 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrInUse is matched by CheckNew's errors for a node that TrustStart must
-// not vouch for because the masters given with it are in use.
+// ErrInUse is matched by CheckNew's errors for a node in use (redlock.ErrInUse).
 var ErrInUse = errors.New("redlock: masters in use; a vouch could re-admit a master that lost leases")
 
 // NewSpread is how far apart the starts of a new deployment's masters may
-// be: a master that has been up longer than another by more than this was
-// there before it, so the younger one may have restarted while in use.
+// be (redlock.NewSpread).
 const NewSpread = 10 * time.Second
 
-// An InUseError says why vouching for one node is unsafe: another node
-// given with it (Other, an index into CheckNew's nodes; the node itself
-// when it holds locks) shows the deployment in use.
+// An InUseError says why vouching for one node is unsafe; CheckNew's
+// wrapper returns it as a redlock.InUseError, whose comment states it.
 type InUseError struct {
 	Other int    // index in CheckNew's nodes of the node in use
 	Why   string // e.g. "holds 2 live locks under \"quorumlock:\" (quorumlock:{k})"
@@ -40,16 +38,7 @@ func (e *InUseError) Is(t error) bool { return t == ErrInUse }
 const holdsRecheck = 300 * time.Millisecond
 
 // CheckNew reports, for each of nodes, whether vouching for it with
-// TrustStart is safe: nil, or why not. A node is refused with an *InUseError
-// (matching ErrInUse) when any node given holds a live lock, reader or
-// permit under prefix, or when another node given has been up longer than
-// it by more than NewSpread; a replica with ErrReplica; a node CheckNew
-// cannot read (down, NOPERM, ctx ended) with that error. A node whose
-// running process is already vouched for is not checked. Pass every master
-// of the deployment, so that their locks and starts are seen; a
-// *redis.ClusterClient is surveyed on every primary (its locks are all of
-// theirs, its start the youngest primary's). It reads INFO, the vouch
-// records and SCANs the keys under prefix; it writes nothing.
+// TrustStart is safe (redlock.CheckNew states the contract).
 func CheckNew(ctx context.Context, nodes []redis.UniversalClient, prefix string) []error {
 	ss := make([]survey, len(nodes))
 	forEach(len(nodes), func(i int) { ss[i] = surveyNode(ctx, nodes[i], prefix) })
@@ -124,7 +113,7 @@ func surveyServer(ctx context.Context, rdb redis.UniversalClient, prefix string)
 	up, _ := strconv.Atoi(info["Server"]["uptime_in_seconds"])
 	s.uptime = time.Duration(up) * time.Second
 	s.oldest = s.uptime
-	if s.vouched, s.err = vouchedRecord(ctx, rdb, info["Server"]); s.err != nil {
+	if s.vouched, s.err = VouchedRecord(ctx, rdb, info["Server"]); s.err != nil {
 		s.err = fmt.Errorf("redlock: CheckNew: %w", s.err)
 		return s
 	}
@@ -132,15 +121,15 @@ func surveyServer(ctx context.Context, rdb redis.UniversalClient, prefix string)
 	return s
 }
 
-// vouchedRecord reports whether TrustStart vouched for the server process
+// VouchedRecord reports whether TrustStart vouched for the server process
 // rdb talks to, whose INFO server section is srv: its record holds srv's
 // run_id.
-func vouchedRecord(ctx context.Context, rdb redis.UniversalClient, srv map[string]string) (bool, error) {
+func VouchedRecord(ctx context.Context, rdb redis.UniversalClient, srv map[string]string) (bool, error) {
 	key := TrustKey
 	if srv["redis_mode"] == "cluster" {
 		// TrustStart writes every slot's record of a primary at once: one
 		// stands for all.
-		_, slots, err := ownSlots(ctx, rdb)
+		_, slots, err := servedSlots(ctx, rdb)
 		if err != nil {
 			return false, err
 		}
@@ -163,7 +152,7 @@ func scanHolds(ctx context.Context, rdb redis.UniversalClient, prefix string) ([
 	match := escapeGlob(prefix) + "*"
 	locks := rdb.ScanType(ctx, 0, match, 1000, "hash").Iterator()
 	for locks.Next(ctx) {
-		if owner, err := rdb.HGet(ctx, locks.Val(), "owner").Result(); err == nil && owner != "" {
+		if holder, err := rdb.HGet(ctx, locks.Val(), "owner").Result(); err == nil && holder != "" {
 			holds = append(holds, locks.Val())
 		}
 	}
@@ -201,7 +190,7 @@ func checkOne(ss []survey, i int, prefix string) error {
 	}
 	for j, o := range ss {
 		if o.err == nil && len(o.holds) > 0 {
-			return &InUseError{Other: j, Why: fmt.Sprintf("holds %d live lock(s) under %q (%s)", len(o.holds), prefix, shortKey(o.holds[0]))}
+			return &InUseError{Other: j, Why: fmt.Sprintf("holds %d live lock(s) under %q (%s)", len(o.holds), prefix, ShortKey(o.holds[0]))}
 		}
 	}
 	for j, o := range ss {
@@ -241,8 +230,22 @@ func escapeGlob(s string) string {
 	return b.String()
 }
 
+// shortKeyLen bounds how much of a key an error message quotes.
+const shortKeyLen = 64
+
+// ShortKey quotes key for an error message, cut to shortKeyLen bytes (on a
+// rune boundary) with its full length when longer.
+func ShortKey(key string) string {
+	if len(key) <= shortKeyLen {
+		return strconv.Quote(key)
+	}
+	cut := shortKeyLen
+	for cut > 0 && !utf8.RuneStart(key[cut]) {
+		cut--
+	}
+	return strconv.Quote(key[:cut]) + "…(" + strconv.Itoa(len(key)) + " bytes)"
+}
+
 // TrustKeyFor returns the vouch record that covers key on a Redis Cluster
-// node: the record of key's slot, which TrustStart writes on the slot's
-// primary naming its run_id ("quorumlock status" reads it there). On a
-// plain master the vouch is TrustKey.
-func TrustKeyFor(key string) string { return trustKeyOf(slotOf(key)) }
+// node (redlock.TrustKeyFor).
+func TrustKeyFor(key string) string { return trustKeyOf(SlotOf(key)) }

@@ -1,4 +1,4 @@
-package redlock
+package master
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 // Every slot has a trust record of its own, which hashes to it.
 func TestTrustKeyOfEverySlot(t *testing.T) {
 	for s := range hashslot.Count {
-		if got := slotOf(trustKeyOf(s)); got != s {
+		if got := SlotOf(trustKeyOf(s)); got != s {
 			t.Fatalf("trustKeyOf(%d) = %q hashes to slot %d", s, trustKeyOf(s), got)
 		}
 	}

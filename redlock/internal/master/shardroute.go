@@ -1,4 +1,4 @@
-package redlock
+package master
 
 import (
 	"context"
@@ -19,13 +19,13 @@ import (
 // those of the member's other shards. (One go-redis cluster pipeline per
 // member would split every batch by node and wait for all of them.)
 //
-// The slot map is the member's own ClusterClient's (MasterForKey), which
+// The slot map is the member's dedicated ClusterClient's (MasterForKey), which
 // reloads it on its own schedule and whenever a call here meets MOVED or
 // a primary that cannot be reached. Each route has its own client to its
-// primary, built like the cluster's node clients (ownServerClient), so
+// primary, built like the cluster's node clients (dedicatedServerClient), so
 // that the ClusterClient's own clean-ups never close a client under a call.
 type shardRoutes struct {
-	cc          *redis.ClusterClient // the member's own: the slot map
+	cc          *redis.ClusterClient // the member's dedicated client: the slot map
 	nodeTimeout time.Duration
 
 	mu     sync.Mutex
@@ -46,19 +46,19 @@ func newShardRoutes(cc *redis.ClusterClient, nodeTimeout time.Duration) *shardRo
 // call sends a script call (args as for EVALSHA or EVAL, keys in one slot) to
 // the primary owning its keys, and follows a redirect once (follow).
 func (s *shardRoutes) call(ctx context.Context, late time.Duration, args []any) *redis.Cmd {
-	key, ok := routeKey(args)
+	key, ok := RouteKey(args)
 	if !ok {
 		return failedCmd(ctx, args, errors.New("redlock: a call to a cluster member names no key"))
 	}
-	r, err := s.owner(ctx, key)
+	r, err := s.primaryFor(ctx, key)
 	if err != nil {
 		return failedCmd(ctx, args, err)
 	}
 	cmd := r.call(ctx, late, false, args)
 	if errors.Is(cmd.Err(), autopipe.ErrClosed) {
-		// Dropped as idle between owner and call (nothing was sent): once
+		// Dropped as idle between primaryFor and call (nothing was sent): once
 		// more, on a route of its own.
-		if r, err = s.owner(ctx, key); err != nil {
+		if r, err = s.primaryFor(ctx, key); err != nil {
 			return failedCmd(ctx, args, err)
 		}
 		cmd = r.call(ctx, late, false, args)
@@ -66,8 +66,8 @@ func (s *shardRoutes) call(ctx context.Context, late time.Duration, args []any) 
 	return s.follow(ctx, late, args, cmd)
 }
 
-// follow handles cmd's outcome. A MOVED reply — the slot has a new owner —
-// reloads the slot map and sends the call once more, to the owner the
+// follow handles cmd's outcome. A MOVED reply — the slot has a new primary —
+// reloads the slot map and sends the call once more, to the primary the
 // reply names; an ASK reply — the slot is being migrated and its keys are
 // not here — sends it once more to the importing node, after ASKING on the
 // same connection. Neither reply says anything of the lock: the call
@@ -83,7 +83,7 @@ func (s *shardRoutes) follow(ctx context.Context, late time.Duration, args []any
 	}
 	moved, ask, addr := redirect(err)
 	if !moved && !ask {
-		if !isReply(err) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, autopipe.ErrClosed) {
+		if !IsReply(err) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, autopipe.ErrClosed) {
 			s.cc.ReloadState(ctx)
 		}
 		return cmd
@@ -98,9 +98,9 @@ func (s *shardRoutes) follow(ctx context.Context, late time.Duration, args []any
 	return to.call(ctx, late, ask, args)
 }
 
-// owner returns the route to the primary owning key's slot in the slot
+// primaryFor returns the route to the primary owning key's slot in the slot
 // map (loaded at the first call, under ctx).
-func (s *shardRoutes) owner(ctx context.Context, key string) (*route, error) {
+func (s *shardRoutes) primaryFor(ctx context.Context, key string) (*route, error) {
 	nc, err := s.cc.MasterForKey(ctx, key)
 	if err != nil {
 		return nil, err
@@ -109,9 +109,9 @@ func (s *shardRoutes) owner(ctx context.Context, key string) (*route, error) {
 	return s.at(o.Addr, o)
 }
 
-// ownerAddr returns the address of the primary owning key's slot in the
+// primaryAddr returns the address of the primary owning key's slot in the
 // slot map, or "" if the map cannot be loaded within timeout.
-func (s *shardRoutes) ownerAddr(key string, timeout time.Duration) string {
+func (s *shardRoutes) primaryAddr(key string, timeout time.Duration) string {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	nc, err := s.cc.MasterForKey(ctx, key)
@@ -144,8 +144,8 @@ func (s *shardRoutes) at(addr string, tmpl *redis.Options) (*route, error) {
 	}
 	o := *s.tmpl
 	o.Addr = addr
-	rdb := ownServerClient(o, socketBound(s.nodeTimeout))
-	r := newRoute(rdb, true, s.nodeTimeout, lateWindow(s.nodeTimeout))
+	rdb := dedicatedServerClient(o, SocketBound(s.nodeTimeout))
+	r := newRoute(rdb, true, s.nodeTimeout, LateWindow(s.nodeTimeout))
 	r.used.Store(now.UnixNano())
 	idle := s.dropIdle(now)
 	s.routes[addr] = r
@@ -181,23 +181,23 @@ func (s *shardRoutes) stop() []*route {
 	return out
 }
 
-// cut drops every route's connections at once (node.cut).
+// cut drops every route's connections at once (Node.Cut).
 func (s *shardRoutes) cut() {
 	for _, r := range s.stop() {
 		r.cut()
 	}
 }
 
-// close closes every route (node.close).
+// close closes every route (Node.Close).
 func (s *shardRoutes) close() {
 	for _, r := range s.stop() {
 		r.close()
 	}
 }
 
-// routeKey returns the first key of a script call's args ("evalsha" or
+// RouteKey returns the first key of a script call's args ("evalsha" or
 // "eval", script, numkeys, keys…): every key of one call shares its slot.
-func routeKey(args []any) (string, bool) {
+func RouteKey(args []any) (string, bool) {
 	if len(args) < 4 {
 		return "", false
 	}
@@ -211,7 +211,7 @@ func routeKey(args []any) (string, bool) {
 // redirect parses a Redis Cluster redirect reply, "MOVED <slot> <host:port>"
 // or "ASK <slot> <host:port>", into its kind and address.
 func redirect(err error) (moved, ask bool, addr string) {
-	if !isReply(err) {
+	if !IsReply(err) {
 		return false, false, ""
 	}
 	f := strings.Fields(err.Error())

@@ -1,4 +1,4 @@
-package redlock
+package master
 
 import (
 	"context"
@@ -18,14 +18,14 @@ const setScript = "return redis.call('set', KEYS[1], ARGV[1])"
 
 // shardNode starts one member of three shards and returns it with a node
 // over its cluster client, whose slot map is loaded.
-func shardNode(t *testing.T, ctx context.Context, opts ...redislab.Option) (*redislab.Member, *node) {
+func shardNode(t *testing.T, ctx context.Context, opts ...redislab.Option) (*redislab.Member, *Node) {
 	t.Helper()
 	lab := redislab.StartShards(t, 1, 3, opts...)
-	nd := newNode(lab.ClusterClients(t)[0], time.Second)
-	t.Cleanup(nd.close)
+	nd := New(lab.ClusterClients(t)[0], time.Second)
+	t.Cleanup(nd.Close)
 	m := lab.Members[0]
 	for _, s := range m.Shards {
-		if err := nd.call(ctx, "eval", setScript, 1, s.Keys("warm", 1)[0], "x").Err(); err != nil {
+		if err := nd.Call(ctx, "eval", setScript, 1, s.Keys("warm", 1)[0], "x").Err(); err != nil {
 			t.Fatalf("a call to shard %d: %v", s.First, err)
 		}
 	}
@@ -42,7 +42,7 @@ func TestShardRouteFollowsMoved(t *testing.T) {
 	if err := m.MoveSlot(ctx, redislab.Slot(key), m.Shards[2]); err != nil {
 		t.Fatalf("MoveSlot: %v", err)
 	}
-	if err := nd.call(ctx, "eval", setScript, 1, key, "v").Err(); err != nil {
+	if err := nd.Call(ctx, "eval", setScript, 1, key, "v").Err(); err != nil {
 		t.Fatalf("a call on a slot moved since the slot map was loaded: %v; want it run by the new owner", err)
 	}
 	if has, err := m.Shards[2].Primary().Holds(ctx, key); err != nil || !has {
@@ -60,13 +60,13 @@ func TestShardRouteFollowsAsk(t *testing.T) {
 	key := m.Shards[0].Keys("asked", 1)[0]
 	src, dst := m.Shards[0].Primary(), m.Shards[2].Primary()
 	migrating(t, ctx, redislab.Slot(key), src, dst)
-	if err := nd.call(ctx, "eval", setScript, 1, key, "v").Err(); err != nil {
+	if err := nd.Call(ctx, "eval", setScript, 1, key, "v").Err(); err != nil {
 		t.Fatalf("a call on a slot being migrated: %v; want it run by the importing node", err)
 	}
 	// A script of two keys, both missing: the importing node refuses it
 	// even after ASKING (TRYAGAIN) — an error, never a vote.
 	two := "{" + key + "}a"
-	err := nd.call(ctx, "eval", "return 1", 2, two, "{"+key+"}b").Err()
+	err := nd.Call(ctx, "eval", "return 1", 2, two, "{"+key+"}b").Err()
 	if err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") {
 		t.Errorf("a two-key script on a slot being migrated: %v; want TRYAGAIN from the importing node", err)
 	}
@@ -120,7 +120,7 @@ func TestShardRouteDropsIdleRoutes(t *testing.T) {
 	gone := m.Shards[2].Primary().Addr() // met anew below
 	s.routes[gone].close()
 	delete(s.routes, gone)
-	if err := nd.call(ctx, "eval", setScript, 1, m.Shards[2].Keys("again", 1)[0], "v").Err(); err != nil {
+	if err := nd.Call(ctx, "eval", setScript, 1, m.Shards[2].Keys("again", 1)[0], "v").Err(); err != nil {
 		t.Fatalf("a call to shard 2: %v", err)
 	}
 	if _, ok := s.routes[m.Shards[1].Primary().Addr()]; ok || len(s.routes) != 2 {
@@ -150,54 +150,10 @@ func TestShardRouteFindsPromotedReplica(t *testing.T) {
 	var err error
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if err = nd.call(ctx, "eval", setScript, 1, key, "v").Err(); err == nil {
+		if err = nd.Call(ctx, "eval", setScript, 1, key, "v").Err(); err == nil {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("calls on shard 0 five seconds after its replica was promoted: %v; want them run by the new primary", err)
-}
-
-// One extension round over locks on two shards of a cluster member whose
-// shard 0 is down: the slot whose call fails fails its own lock only, the
-// other lock is extended.
-func TestShardExtendFailsPerSlot(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	lab := redislab.StartShards(t, 1, 3)
-	c, err := New(lab.ClusterClients(t), WithRestartGuard(0), WithAutoRenew(false), WithNodeTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	m := lab.Members[0]
-	var locks []*Lock
-	for _, s := range m.Shards[:2] {
-		l, err := c.TryLock(ctx, s.Keys("extended", 1)[0])
-		if err != nil {
-			t.Fatalf("TryLock: %v", err)
-		}
-		locks = append(locks, l)
-	}
-	if err := m.Shards[0].Primary().Kill(); err != nil {
-		t.Fatalf("Kill: %v", err)
-	}
-	withOps(locks, func() {
-		out := c.extendRound(ctx, locks, false)
-		if out[0] == nil {
-			t.Errorf("the lock on the killed shard extended; want an error")
-		}
-		if out[1] != nil {
-			t.Errorf("the lock on shard 1: %v; want it extended", out[1])
-		}
-	})
-}
-
-// withOps runs f holding every lock's roundMu, as extendRound requires.
-func withOps(locks []*Lock, f func()) {
-	for _, l := range locks {
-		l.roundMu.Lock()
-		defer l.roundMu.Unlock()
-	}
-	f()
 }

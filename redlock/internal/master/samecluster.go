@@ -1,4 +1,4 @@
-package redlock
+package master
 
 import (
 	"context"
@@ -11,109 +11,78 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrSameCluster is the error of every acquisition, and of every call to
-// the two members concerned, once a Client has found two of its members to
-// be one Redis Cluster — a cluster given twice through seeds New could not
-// tell apart (member A seeded with one node, member B with another; or a
-// plain client of a cluster node beside a cluster client of that cluster),
-// or one Sentinel master set given twice (two failover clients of it,
-// found by the master they reach: masterIDs). The quorum counts independent masters, so that configuration is invalid:
-// neither member is counted again, and no lock is granted until the Client
-// is built with each cluster once. It is a lasting failure: a waiting
-// acquisition returns it at once. Two members are found to be one when
-// their reads of the node IDs (started by New) meet; until its read has
-// answered, a member's replies are not counted.
+// ErrSameCluster is the error of every call to two members found to be
+// one Redis Cluster, or one Sentinel master set (MemberIDs).
 var ErrSameCluster = errors.New("redlock: two members are one Redis Cluster; neither is counted")
 
-// identities is what a Client learnt of its members' Redis Cluster node
-// IDs (a Sentinel member's master identities), each read once, from the first call to the member on (firstContact):
-// a member's replies count only once it is read and no other member shares
-// one of its IDs.
-type identities struct {
+// MemberIDs is what a Client learnt of its members' Redis Cluster node
+// IDs (a Sentinel member's master IDs: masterIDs), each read once, from
+// the first call to the member on (Contact): a member's replies count only
+// once it is read and no other member shares one of its IDs.
+type MemberIDs struct {
 	cleared []atomic.Bool           // per member: read, and sharing no ID when it was
 	refused []atomic.Pointer[error] // per member: its ErrSameCluster error, once found
-	twin    atomic.Pointer[error]   // the first ErrSameCluster error found
+	shared  atomic.Pointer[error]   // the first ErrSameCluster error found
 
 	mu     sync.Mutex
 	ids    []map[string]bool // per member: its cluster's node IDs; empty outside cluster mode
 	known  []bool
-	flight []*idRead // per member: the read in flight, if any
+	flight []*IDRead // per member: the read in flight, if any
 }
 
-// An idRead is one read of a member's node IDs, run in the background.
-type idRead struct {
+// An IDRead is one read of a member's node IDs, run in the background.
+type IDRead struct {
 	done chan struct{} // closed when it ended
 	err  error         // why it failed, once done
 }
 
-func newIdentities(n int) *identities {
-	return &identities{cleared: make([]atomic.Bool, n), refused: make([]atomic.Pointer[error], n),
-		ids: make([]map[string]bool, n), known: make([]bool, n), flight: make([]*idRead, n)}
+// NewMemberIDs returns the IDs of n members, none read yet.
+func NewMemberIDs(n int) *MemberIDs {
+	return &MemberIDs{cleared: make([]atomic.Bool, n), refused: make([]atomic.Pointer[error], n),
+		ids: make([]map[string]bool, n), known: make([]bool, n), flight: make([]*IDRead, n)}
 }
 
-// sameCluster returns the ErrSameCluster error once two members were found
+// SameCluster returns the ErrSameCluster error once two members were found
 // to be one cluster, else nil.
-func (s *identities) sameCluster() error {
-	if e := s.twin.Load(); e != nil {
+func (s *MemberIDs) SameCluster() error {
+	if e := s.shared.Load(); e != nil {
 		return *e
 	}
 	return nil
 }
 
-// firstContact returns nil, nil once member n is cleared, and its
+// Contact returns nil, false, nil once member n is cleared, and its
 // ErrSameCluster error once refused. Before that, it returns the read of
-// n's IDs in flight, started now if none is: the caller sends its call
-// beside it, then counts the reply only if admitted says so.
-//
-// On a cluster member the read goes to the primary owning key's slot (a
-// call's first key; "" in New): one that answers the call answers it too.
-func (c *Client) firstContact(n int, key string) (*idRead, error) {
-	s := c.ids
+// n's IDs in flight; start says that there was none, and that the caller
+// must run this one (Node.ReadIDs) and file its outcome (Filed). The
+// caller sends its call beside the read, then counts the reply only if
+// Admitted says so.
+func (s *MemberIDs) Contact(n int) (r *IDRead, start bool, err error) {
 	if e := s.refused[n].Load(); e != nil {
-		return nil, *e
+		return nil, false, *e
 	}
 	if s.cleared[n].Load() {
-		return nil, nil
+		return nil, false, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.refused[n].Load(); e != nil { // read meanwhile
-		return nil, *e
+		return nil, false, *e
 	}
 	if s.cleared[n].Load() {
-		return nil, nil
+		return nil, false, nil
 	}
 	if r := s.flight[n]; r != nil {
-		return r, nil
+		return r, false, nil
 	}
-	r := &idRead{done: make(chan struct{})}
+	r = &IDRead{done: make(chan struct{})}
 	s.flight[n] = r
-	c.wg.Add(1) // in New, or inside the caller's counted call: never while Close waits
-	go c.readIDs(n, key, r)
-	return r, nil
+	return r, true, nil
 }
 
-// readIDs reads member n's node IDs under a budget of its own — that of
-// the background connection set-up, so that a slow handshake still ends
-// in a read — and files them (register); Close cuts it short.
-func (c *Client) readIDs(n int, key string, r *idRead) {
-	defer c.wg.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*socketBound(c.cfg.nodeTimeout))
-	defer cancel()
-	var ids map[string]bool
-	var err error
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		ids, err = c.memberIDs(ctx, n, key)
-	}()
-	select {
-	case <-read:
-	case <-c.done:
-		cancel()
-		<-read
-	}
-	s := c.ids
+// Filed files the outcome of r, the read of member n's IDs that Contact
+// started: its IDs, or why it failed.
+func (s *MemberIDs) Filed(n int, r *IDRead, ids map[string]bool, err error) {
 	s.mu.Lock()
 	s.flight[n], r.err = nil, err
 	if err == nil {
@@ -123,9 +92,9 @@ func (c *Client) readIDs(n int, key string, r *idRead) {
 	close(r.done)
 }
 
-// admitted waits, under ctx, for r, the read of member n's IDs, and
+// Admitted waits, under ctx, for r, the read of member n's IDs, and
 // returns nil if n's replies may be counted: it was read and cleared.
-func (r *idRead) admitted(ctx context.Context, s *identities, n int) error {
+func (r *IDRead) Admitted(ctx context.Context, s *MemberIDs, n int) error {
 	select {
 	case <-r.done:
 	case <-ctx.Done():
@@ -140,7 +109,7 @@ func (r *idRead) admitted(ctx context.Context, s *identities, n int) error {
 // register files member n's node IDs, under s.mu. A member sharing one
 // with another identified member is not cleared, and both are refused for
 // good: every later call to either fails, naming both.
-func (s *identities) register(n int, ids map[string]bool) {
+func (s *MemberIDs) register(n int, ids map[string]bool) {
 	s.ids[n], s.known[n] = ids, true
 	for m, other := range s.ids {
 		if m == n || !s.known[m] {
@@ -150,26 +119,26 @@ func (s *identities) register(n int, ids map[string]bool) {
 			if !other[id] {
 				continue
 			}
-			e := fmt.Errorf("%w: members %d and %d both reach %s; give each cluster or Sentinel master set once: the quorum needs independent masters", ErrSameCluster, min(m, n), max(m, n), named(id))
+			e := fmt.Errorf("%w: members %d and %d both reach %s; give each cluster or Sentinel master set once: the quorum needs independent masters", ErrSameCluster, min(m, n), max(m, n), describeID(id))
 			s.refused[n].Store(&e)
 			s.refused[m].CompareAndSwap(nil, &e)
-			s.twin.CompareAndSwap(nil, &e)
+			s.shared.CompareAndSwap(nil, &e)
 			return
 		}
 	}
 	s.cleared[n].Store(true)
 }
 
-// named describes an identity of register: a cluster node ID, or one of
+// describeID describes an ID of register: a cluster node ID, or one of
 // masterIDs' (which say what they are).
-func named(id string) string {
+func describeID(id string) string {
 	if strings.Contains(id, " ") {
 		return id
 	}
 	return "cluster node " + id
 }
 
-// masterIDs returns the identities of the master of a Sentinel member,
+// masterIDs returns the IDs of the master of a Sentinel member,
 // as do reaches it: its process (run_id) and its replication histories
 // (master_replid, and master_replid2 if it has one) — the latter shared
 // by every server of its master set, so that two members of one set
@@ -194,18 +163,18 @@ func masterIDs(do doer) (map[string]bool, error) {
 // A doer sends one command to a member (or to one shard of a ring).
 type doer func(args ...any) *redis.Cmd
 
-// memberIDs reads member n's node IDs (clusterIDs) through its route —
-// on a cluster member, that of the primary owning key's slot — so that the
-// read shares the connections, and the batches, of its calls. A ring's
-// shards are each asked directly.
-func (c *Client) memberIDs(ctx context.Context, n int, key string) (map[string]bool, error) {
-	nd := c.nodes[n]
+// ReadIDs reads the node's cluster node IDs (clusterIDs; a Sentinel
+// member's master IDs: masterIDs) through its route — on a cluster member,
+// that of the primary owning key's slot ("" in New), so that the read
+// shares the connections, and the batches, of its calls: one that answers
+// the call answers it too. A ring's shards are each asked directly.
+func (nd *Node) ReadIDs(ctx context.Context, key string) (map[string]bool, error) {
 	switch {
 	case nd.failover:
 		return masterIDs(func(args ...any) *redis.Cmd { return nd.main.call(ctx, nd.late, false, args) })
 	case nd.shards != nil:
 		return clusterIDs(func(args ...any) *redis.Cmd {
-			r, err := nd.shards.owner(ctx, key)
+			r, err := nd.shards.primaryFor(ctx, key)
 			if err != nil {
 				return failedCmd(ctx, args, err)
 			}
