@@ -13,11 +13,13 @@ import (
 	"github.com/seed818c56a1/quorumlock/internal/testkit"
 )
 
-// lingerScript starts a background job that runs until the file gate
-// exists, prints its pid and its own as bg=PID sh=PID, then "started", and
-// then does tail.
+// lingerScript starts a background job that prints "job-ready" and runs
+// until the file gate exists, prints its pid and its own as bg=PID
+// sh=PID, then "started", and then does tail. The job's "job-ready" comes
+// once sh set it up (SIGINT ignored): "started" may come before the job
+// ran at all on a busy machine.
 func lingerScript(gate, tail string) string {
-	return `(until [ -e '` + gate + `' ]; do sleep 0.02; done) & echo "bg=$! sh=$$"; echo started; ` + tail
+	return `(echo job-ready; until [ -e '` + gate + `' ]; do sleep 0.02; done) & echo "bg=$! sh=$$"; echo started; ` + tail
 }
 
 // The lock lives while any process of the command's group lives, as with
@@ -36,8 +38,9 @@ func TestRunHoldsTheLockWhileTheGroupLives(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			gate := filepath.Join(t.TempDir(), "gate")
 			p := start(t, "", runArgs(nodes, "linger", "--", "sh", "-c", lingerScript(gate, tc.tail))...)
-			testkit.Eventually(t, 10*time.Second, "the command to start", func() bool {
-				return strings.Contains(p.stdout.String(), "started")
+			testkit.Eventually(t, 10*time.Second, "the command and its background job to start", func() bool {
+				out := p.stdout.String()
+				return strings.Contains(out, "started") && strings.Contains(out, "job-ready")
 			})
 			if tc.interrupt {
 				p.cmd.Process.Signal(os.Interrupt)
