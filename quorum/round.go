@@ -50,14 +50,22 @@ type answer[T any] struct {
 // and returns a lost tally; a Timeout ≤ 0 gives every call an ended ctx. A
 // nil ctx panics, as context.WithTimeout does.
 func (r *Round[T]) Run(ctx context.Context, call Call[T]) Tally[T] {
-	t := Tally[T]{Votes: make([]Vote[T], r.Nodes), Need: r.Need}
-	if t.Need == 0 {
-		t.Need = Majority(r.Nodes)
+	need := r.Need
+	if need == 0 {
+		need = Majority(r.Nodes)
 	}
 	if r.Nodes == 0 {
-		return t
+		return Tally[T]{Votes: []Vote[T]{}, Need: need}
 	}
 	s := &state[T]{answers: make(chan answer[T], r.Nodes), call: call, late: r.Late}
+	// The votes of up to seven nodes live in s: one allocation fewer. Only
+	// the round writes them, never a call.
+	t := Tally[T]{Need: need}
+	if r.Nodes <= len(s.votes) {
+		t.Votes = s.votes[:r.Nodes:r.Nodes]
+	} else {
+		t.Votes = make([]Vote[T], r.Nodes)
+	}
 	// Every call starts now, so one deadline serves them all; the last call
 	// to return releases it (not Run: calls may outlive the decision).
 	s.ctx, s.cancel = context.WithTimeout(ctx, r.Timeout)
@@ -163,6 +171,7 @@ type state[T any] struct {
 	mu      sync.Mutex
 	closed  bool
 	answers chan answer[T] // buffered for every node: a send never blocks
+	votes   [7]Vote[T]     // the tally's, up to seven nodes (Run)
 }
 
 // run calls the next node and delivers its vote.

@@ -42,10 +42,15 @@ func (a *acquisition) tryOnce(ctx context.Context) (*Lock, error) {
 		return nil, a.stopped(ctx, err, ErrNotObtained)
 	}
 	ctx, done := a.c.observe(ctx, &a.cfg, a.key, false)
-	l, _, err := a.attempt(ctx, &waiter{})
+	l, _, err := a.attempt(ctx, &oneShot)
 	done(l, err)
 	return l, err
 }
+
+// oneShot is the waiter of every one-shot attempt (TryLock and the other
+// Try calls): not in line, never given up, never written — shared, so that
+// an attempt allocates none.
+var oneShot waiter
 
 // observe tells cfg's observers — the Client's and the call's — that an
 // acquisition of key begins, and returns the function that tells them how it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,11 +22,12 @@ import (
 type acquisition struct {
 	c    *Client
 	cfg  config
-	keys []string // as given to Lock, LockMany or RLock, or a semaphore's name
-	key  string   // keys joined by commas: Key, errors, observers
-	kss  keysets  // their names on the nodes, in the same order
-	kind holdKind // writer, reader, or a semaphore's permitKind
-	id   identity // one owner for every attempt, so that a late grant is ours
+	keys []string  // as given to Lock, LockMany or RLock, or a semaphore's name
+	key1 [1]string // keys' array when there is one: no allocation of its own
+	key  string    // keys joined by commas: Key, errors, observers
+	kss  keysets   // their names on the nodes, in the same order
+	kind holdKind  // writer, reader, or a semaphore's permitKind
+	id   identity  // one owner for every attempt, so that a late grant is ours
 
 	prefer int // a semaphore's: the permit its next round tries first
 
@@ -50,15 +52,26 @@ func (c *Client) newAcquisition(ctx context.Context, keys []string, opts []Optio
 	if err := c.ids.SameCluster(); err != nil {
 		return nil, err
 	}
-	cfg, err := c.cfg.with(opts)
-	if err != nil {
-		return nil, err
+	cfg := c.cfg // checked by New: without options, nothing to check again
+	if len(opts) > 0 {
+		var err error
+		if cfg, err = c.cfg.with(opts); err != nil {
+			return nil, err
+		}
 	}
 	if !c.begin() {
 		return nil, ErrClosed
 	}
 	kss, names := c.keys.keysOf(cfg.prefix, keys)
-	a := &acquisition{c: c, cfg: cfg, keys: keys, key: joinKeys(keys), kss: kss, kind: kind, id: cfg.identity()}
+	a := &acquisition{c: c, cfg: cfg, key: joinKeys(keys), kss: kss, kind: kind, id: cfg.identity()}
+	// keys copied, so that the caller's slice (TryLock's one key) need not
+	// escape
+	if len(keys) == 1 {
+		a.key1[0] = keys[0]
+		a.keys = a.key1[:]
+	} else {
+		a.keys = slices.Clone(keys)
+	}
 	a.box = newBoxes(c, &a.cfg, kss, names, a.id.owner)
 	return a, nil
 }
@@ -100,41 +113,49 @@ func (a *acquisition) attempt(ctx context.Context, w *waiter) (*Lock, time.Durat
 	at := a.withHold()
 	c, cfg := a.c, &a.cfg
 	decided := make(chan struct{})
-	var l *Lock
+	// What the attempt's calls and Late share with it, in one allocation:
+	// the Lock it wins (nil if none), the round's tally, and the tally of
+	// what the Lock holds.
+	out := &struct {
+		l      *Lock
+		t, won quorum.Tally[[]int64]
+	}{}
 	r := round[[]int64](c, cfg)
 	r.Decided = at.gr.decided(a.kind.decided())
 	r.Late = func(n int, v quorum.Vote[[]int64]) {
 		<-decided
-		at.late(ctx, n, v, l, w)
+		at.late(ctx, n, v, out.l, w)
 	}
-	lw := watchLate(r, reportLate[[]int64](ctx, at, a.kind.op()))
+	lw := watchLate(&r, reportLate[[]int64](ctx, at, a.kind.op()))
 	calls, per := at.calls(w.ticket), a.kind.valuesPerVote(at)
 	values := make([]int64, per*len(calls)) // each node's vote's, one allocation
 	start := cfg.clock.Now()
-	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[[]int64] {
+	out.t = r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[[]int64] {
 		reply, err := at.ask(ctx, n, &calls[n])
 		return a.kind.vote(at, values[n*per:n*per:(n+1)*per], n, reply, err)
 	})
-	lw.decided(&t)
-	at.resolveGuard(&t)
+	t := &out.t
+	lw.decided(t)
+	at.resolveGuard(t)
 	until := clock.Validity(start, cfg.ttl, cfg.driftFactor)
 	// A lock with less validity left than the loss margin would be declared
 	// lost at once: the attempt fails instead.
 	usable := until.Add(-cfg.lossMargin())
-	nodeFailures(ctx, at, a.kind.op(), &t)
-	held, permit, won := a.kind.won(a, at, &t)
+	nodeFailures(ctx, at, a.kind.op(), t)
+	held, permit, won := a.kind.won(a, at, t)
+	out.won = won
 	if won.Won() && cfg.clock.Now().Before(usable) {
-		if f, ok := held.fence(ctx, &won); ok && cfg.clock.Now().Before(usable) {
-			l = held.newLock(ctx, f, until, &won, permit)
+		if f, ok := held.fence(ctx, &out.won); ok && cfg.clock.Now().Before(usable) {
+			out.l = held.newLock(ctx, f, until, &out.won, permit)
 		}
 	}
 	close(decided)
-	if l == nil {
-		hint, err := at.failed(ctx, &t, won.Won())
+	if out.l == nil {
+		hint, err := at.failed(ctx, t, won.Won())
 		return nil, hint, err
 	}
-	a.kind.undoOthers(ctx, at, &t, permit)
-	return l, 0, nil
+	a.kind.undoOthers(ctx, at, t, permit)
+	return out.l, 0, nil
 }
 
 // late handles node n's answer v to attempt a, which came after the round

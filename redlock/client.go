@@ -33,6 +33,7 @@ type Client struct {
 	closed bool
 	done   chan struct{}      // closed by Close: waiting Lock calls give up, workers end
 	jobs   chan func()        // hands a job to an idle worker
+	goFn   func(func())       // spawn, as a function value made once: rounds' Go
 	locks  map[*Lock]struct{} // held locks, ended by Close
 	wg     sync.WaitGroup     // calls and background work in flight
 }
@@ -78,6 +79,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	c := &Client{cfg: cfg, nodes: make([]*node, len(nodes)), locks: map[*Lock]struct{}{}, done: make(chan struct{}), jobs: make(chan func())}
 	c.wakeups = wakeups{c: c, waiters: map[string]map[chan struct{}]string{}}
 	c.renewals.c = c
+	c.goFn = c.spawn
 	c.ids = master.NewMemberIDs(len(nodes))
 	addrs := make([]string, len(nodes))
 	for i, rdb := range nodes {
@@ -236,9 +238,10 @@ func (c *Client) forget(l *Lock) {
 	c.mu.Unlock()
 }
 
-// round returns the fan-out of one operation over c's nodes under cfg.
-func round[T any](c *Client, cfg *config) *quorum.Round[T] {
-	return &quorum.Round[T]{Nodes: len(c.nodes), Timeout: cfg.nodeTimeout, Clock: cfg.clock, Go: c.spawn}
+// round returns the fan-out of one operation over c's nodes under cfg: a
+// value, which stays on its caller's stack (issue 26).
+func round[T any](c *Client, cfg *config) quorum.Round[T] {
+	return quorum.Round[T]{Nodes: len(c.nodes), Timeout: cfg.nodeTimeout, Clock: cfg.clock, Go: c.goFn}
 }
 
 func isNil(rdb redis.UniversalClient) bool {

@@ -32,7 +32,7 @@ func (c *Client) extendRound(ctx context.Context, locks []*Lock, repair bool) []
 	}
 	r.Decided = func(t *quorum.Tally[[]quorum.Vote[bool]]) bool { return everySettled(t, len(locks)) }
 	r.Late = func(n int, v quorum.Vote[[]quorum.Vote[bool]]) { releaseLateRepairs(c, locks, n, v) }
-	lw := watchLate(r, lateExtendFailures(ctx, locks, repair))
+	lw := watchLate(&r, lateExtendFailures(ctx, locks, repair))
 	start := c.cfg.clock.Now()
 	t := r.Run(ctx, func(ctx context.Context, n int) quorum.Vote[[]quorum.Vote[bool]] {
 		votes, err := c.extendOn(ctx, n, locks, repair)

@@ -32,7 +32,7 @@ type fencing struct {
 func (a *acquisition) fence(ctx context.Context, won *quorum.Tally[[]int64]) (fencing, bool) {
 	c, cfg, kss := a.c, &a.cfg, a.kss
 	tokens := make([]int64, len(kss))
-	behind := make([][]int, len(won.Votes)) // per node, the keys it is behind on
+	var behind [][]int // per node, the keys it is behind on; nil while none is
 	writeBack := false
 	window := a.coverWindow()
 	clock := a.clockGrants(won, window)
@@ -41,13 +41,16 @@ func (a *acquisition) fence(ctx context.Context, won *quorum.Tally[[]int64]) (fe
 		token, late := fencePlan(&kt, clock, window)
 		tokens[i] = token
 		for _, n := range late {
+			if behind == nil {
+				behind = make([][]int, len(won.Votes))
+			}
 			behind[n] = append(behind[n], i)
 			writeBack = true
 		}
 	}
 	fenced := make([]bool, len(won.Votes))
 	for n, v := range won.Votes {
-		fenced[n] = v.Outcome == quorum.Granted && len(behind[n]) == 0 && upTo(v.Value, tokens, nil)
+		fenced[n] = v.Outcome == quorum.Granted && (behind == nil || len(behind[n]) == 0) && upTo(v.Value, tokens, nil)
 	}
 	if !writeBack {
 		return fencing{tokens, fenced}, true

@@ -40,13 +40,14 @@ type Lock struct {
 
 	roundMu sync.Mutex // serializes the lock's rounds on the nodes: Extend, renewal, Unlock
 
-	mu       sync.Mutex // guards the fields below
-	until    time.Time
-	ended    bool        // Done is closed
-	released bool        // Unlock has been called
-	byRun    bool        // Run released it: a later Unlock returns nil
-	inFlight []bool      // nodes whose acquire call has not answered yet
-	expiry   clock.Timer // declares the loss at until − the loss margin
+	mu        sync.Mutex // guards the fields below
+	until     time.Time
+	ended     bool        // Done is closed
+	released  bool        // Unlock has been called
+	byRun     bool        // Run released it: a later Unlock returns nil
+	inFlight  []bool      // nodes whose acquire call has not answered yet; nil if none
+	inFlight8 [8]bool     // inFlight's array with up to 8 nodes: no allocation of its own
+	expiry    clock.Timer // declares the loss at until − the loss margin
 
 	// The watchdog's schedule (Client.renewals), guarded by its mutex.
 	due       time.Time // when the next renewal is due
@@ -65,7 +66,11 @@ func (a *acquisition) newLock(ctx context.Context, f fencing, until time.Time, w
 	for n := range won.Votes {
 		if won.Abandoned(n) {
 			if l.inFlight == nil {
-				l.inFlight = make([]bool, len(won.Votes))
+				if len(won.Votes) <= len(l.inFlight8) {
+					l.inFlight = l.inFlight8[:len(won.Votes)]
+				} else {
+					l.inFlight = make([]bool, len(won.Votes))
+				}
 			}
 			l.inFlight[n] = true
 		}
@@ -233,13 +238,10 @@ func (l *Lock) answered(n int) bool {
 // Unlock ran: the acquire call's late-answer handler (Late) releases those.
 // It is read once the lock is marked released, so that each node is
 // released by exactly one of the two.
-func (l *Lock) stillInFlight() []bool {
+func (l *Lock) stillInFlight() nodeSet {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.inFlight == nil {
-		return nil
-	}
-	return slices.Clone(l.inFlight)
+	return newNodeSet(l.inFlight)
 }
 
 // lose ends the lock, not released, with cause — ErrLockLost, or ErrClosed

@@ -32,9 +32,9 @@ func (l *Lock) release(ctx context.Context) quorum.Tally[int64] {
 	if l.fenced != nil {
 		plain = a.releaseCall(kind, nil)
 	}
-	lw := watchLate(r, reportLate[int64](ctx, a, "unlock"))
+	lw := watchLate(&r, reportLate[int64](ctx, a, "unlock"))
 	t := r.Run(context.WithoutCancel(ctx), func(ctx context.Context, n int) quorum.Vote[int64] {
-		if skip != nil && skip[n] {
+		if skip.has(n) {
 			return quorum.Vote[int64]{Outcome: quorum.Failed, Err: errInFlight}
 		}
 		sc := raise
