@@ -32,7 +32,9 @@ const (
 // allocations. A client that retries keeps the pool, whose retries take a
 // fresh connection where a held one would stay broken; other clients
 // (ClusterClient, Ring) split each batch by node, on their pools. (go-redis
-// turns MaxRetries -1 into 0 in the client's options.)
+// turns MaxRetries -1 into 0 in the client's options.) Give it a client
+// with maintenance notifications off, as the library's dedicated clients
+// are: go-redis's auto mode races between connections set up at once.
 func (p *Pipe) lane(b *batch) {
 	if rc, ok := p.rdb.(*redis.Client); ok && p.held && rc.Options().MaxRetries == 0 {
 		b.conn, b.taken = rc.Conn(), time.Now()

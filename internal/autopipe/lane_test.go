@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/seed818c56a1/quorumlock/internal/autopipe"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
@@ -14,8 +15,15 @@ import (
 )
 
 // noRetries is a client that never retries (MaxRetries -1): a sender then
-// holds a connection of its own from batch to batch.
-func noRetries(o *redis.Options) { o.MaxRetries = -1 }
+// holds a connection of its own from batch to batch. Like the library's
+// dedicated clients it has maintenance notifications off: in their default
+// auto mode, go-redis (v9.23) falls back on a server without them by
+// writing the shared *Options under each redis.Conn's own lock — a data
+// race between held connections set up at once, seen under -race.
+func noRetries(o *redis.Options) {
+	o.MaxRetries = -1
+	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+}
 
 // A sender over a client that never retries holds its connection: batch
 // after batch, it takes nothing from the pool (no pool look-up, no health
