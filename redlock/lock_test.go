@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/quorum"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
@@ -141,6 +143,11 @@ func TestUnlockReportsLossConfirmedByMajority(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TryLock: %v", err)
 	}
+	// TryLock returns once a majority granted: let the others' calls land
+	// first, or one landing after the deletes below grants the lock again.
+	eventually(t, 5*time.Second, "every master granted the lock", func() bool {
+		return testkit.Count(nodes, func(n redis.UniversalClient) bool { return n.Exists(ctx, redlock.DefaultPrefix+"{k}").Val() == 1 }) == len(nodes)
+	})
 	for _, n := range nodes[:3] {
 		n.Del(ctx, redlock.DefaultPrefix+"{k}")
 	}
