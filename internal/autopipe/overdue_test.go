@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed818c56a1/quorumlock/internal/autopipe"
+	"github.com/seed818c56a1/quorumlock/internal/faultproxy"
 	"github.com/seed818c56a1/quorumlock/internal/testkit"
 )
 
@@ -24,12 +25,14 @@ func TestOverdueBatchLetsTheNextGo(t *testing.T) {
 	if err := p.Do(testkit.Context(t, 5*time.Second), "ping").Err(); err != nil {
 		t.Fatalf("PING: %v", err)
 	}
+	before := fp.Discarded()
 	fp.SetBlackhole(true)
 	late := make(chan *redis.Cmd, 1)
 	err := p.DoLate(testkit.Context(t, 30*time.Millisecond), func(c *redis.Cmd) { late <- c }, "incr", "swallowed").Err()
 	if !errors.Is(err, autopipe.ErrAbandoned) {
 		t.Fatalf("INCR through a blackhole: %v, want ErrAbandoned", err)
 	}
+	waitSwallowed(t, fp, before)
 	fp.SetBlackhole(false)
 	start := time.Now()
 	got, err := p.Do(testkit.Context(t, 300*time.Millisecond), "echo", "after").Text()
@@ -57,8 +60,10 @@ func TestOverdueCapKeepsOrder(t *testing.T) {
 	if err := p.Do(testkit.Context(t, 5*time.Second), "ping").Err(); err != nil {
 		t.Fatalf("PING: %v", err)
 	}
+	before := fp.Discarded()
 	fp.SetBlackhole(true)
 	p.Do(testkit.Context(t, 30*time.Millisecond), "incr", "swallowed")
+	waitSwallowed(t, fp, before)
 	fp.SetBlackhole(false)
 	err := p.Do(testkit.Context(t, 100*time.Millisecond), "echo", "after").Err()
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -80,10 +85,12 @@ func TestOverdueAfterFreesTheSlotOfAPatientBatch(t *testing.T) {
 	if err := p.Do(testkit.Context(t, 5*time.Second), "ping").Err(); err != nil {
 		t.Fatalf("PING: %v", err)
 	}
+	before := fp.Discarded()
 	fp.SetBlackhole(true)
 	patient := make(chan error, 1)
 	go func() { patient <- p.Do(testkit.Context(t, 10*time.Second), "incr", "swallowed").Err() }()
 	waitStats(t, p, "the patient batch in flight", func(s autopipe.Stats) bool { return s.InFlight == 1 })
+	waitSwallowed(t, fp, before)
 	fp.SetBlackhole(false)
 	start := time.Now()
 	got, err := p.Do(testkit.Context(t, 5*time.Second), "echo", "after").Text()
@@ -104,4 +111,14 @@ func TestOverdueAfterFreesTheSlotOfAPatientBatch(t *testing.T) {
 	}
 	rdb.Close() // ends the patient call's read
 	<-patient
+}
+
+// waitSwallowed waits until the proxy has discarded the INCR of
+// "swallowed" the test wrote after before was read. A call in flight, or
+// past its deadline, is not yet a request swallowed: the proxy may not
+// have read it, and healing then would let it be answered.
+func waitSwallowed(t *testing.T, fp *faultproxy.Proxy, before int64) {
+	t.Helper()
+	request := int64(len("*2\r\n$4\r\nincr\r\n$9\r\nswallowed\r\n"))
+	testkit.Eventually(t, 5*time.Second, "the proxy to swallow the INCR", func() bool { return fp.Discarded()-before >= request })
 }

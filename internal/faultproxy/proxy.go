@@ -70,6 +70,11 @@ func Start(t testing.TB, upstream string) *Proxy {
 // Addr returns the host:port that clients dial instead of the upstream.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
+// Discarded returns how many bytes faults have swallowed so far, either
+// way, so that a test can wait until the proxy has read what it sent
+// instead of assuming that a request written is a request swallowed.
+func (p *Proxy) Discarded() int64 { return p.discarded.Load() }
+
 // SetLatency delays every chunk of bytes forwarded client→server by request
 // and server→client by reply; 0 means no delay. Each chunk is due at the
 // time it was read plus the delay in force then, so back-to-back chunks are
