@@ -23,19 +23,28 @@ import (
 // lost, whatever else loads the host: the test never skips on load (a skip
 // under CI would hide the very failure it is for). It logs the load
 // average and the longest stretch this process went unscheduled, so that
-// a failure shows what the host was doing.
+// a failure shows what the host was doing. BUSY_LOCKS=10000 runs the
+// outside check's size (about 1.5 minutes; `go test -run
+// TestRenewalsSurviveCPUHogs ./redlock`).
 func TestRenewalsSurviveCPUHogs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 30 s of renewals under CPU pressure")
 	}
-	const n, hold = 1000, 10 * time.Second
+	const hold = 10 * time.Second
+	n := 1000
+	if v := os.Getenv("BUSY_LOCKS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("BUSY_LOCKS=%q: want a count of locks", v)
+		}
+	}
 	var lost atomic.Int64
 	obs := &lossCounter{lost: &lost, fails: map[string]int{}}
 	c, _, _ := lab(t, 5, redlock.WithTTL(3*time.Second), redlock.WithNodeTimeout(250*time.Millisecond),
 		redlock.WithObserver(obs))
 	stalls := watchStalls(t)
 	testkit.BurnCPU(t, 3)
-	ctx := ctxFor(t, 2*time.Minute)
+	ctx := ctxFor(t, 2*time.Minute+time.Duration(n)*10*time.Millisecond)
 	start := time.Now()
 	locks := lockMany(t, ctx, c, "busy:", n)
 	t.Logf("took %d locks in %v", n, time.Since(start).Round(time.Millisecond))
