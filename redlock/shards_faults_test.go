@@ -83,6 +83,7 @@ func TestShardsKilledShard(t *testing.T) {
 	}
 	if n := seen.failed[1].Load() + seen.failed[2].Load(); n != 0 {
 		t.Errorf("%d votes on keys of the untouched shards failed, want 0: a dead shard delays only its own keys", n)
+		seen.logFailures(t, 1, 2)
 	}
 }
 

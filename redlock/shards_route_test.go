@@ -39,6 +39,7 @@ func TestShardsPausedShard(t *testing.T) {
 	}
 	if n := seen.failed[1].Load() + seen.failed[2].Load(); n != 0 {
 		t.Errorf("%d votes on keys of the untouched shards failed, want 0", n)
+		seen.logFailures(t, 1, 2)
 	}
 }
 

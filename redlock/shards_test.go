@@ -26,15 +26,30 @@ const shardTTL = 6 * time.Second
 // shardedMembers starts three members of three shards (with replicas if
 // asked) and returns them with their cluster clients, and a Client B with
 // a restart guard of the TTL (the default guard would wait MaxRestartGuard
-// on brand-new servers), once B has had a key on every shard of every
-// member granted: every process has been up for the guard.
+// on brand-new servers), once every member alone has granted a key on
+// every shard, and then B: every process has been up for the guard.
 func shardedMembers(t *testing.T, opts ...redislab.Option) (*redislab.Sharded, []redis.UniversalClient, *redlock.Client, *restartCount) {
 	t.Helper()
 	lab := redislab.StartShards(t, 3, 3, opts...)
 	clients := lab.ClusterClients(t)
 	seen := &restartCount{member: lab.Members[0]}
-	b := newClient(t, clients, redlock.WithTTL(shardTTL), redlock.WithRestartGuard(shardTTL), redlock.WithAutoRenew(false), redlock.WithObserver(seen))
 	ctx := ctxFor(t, 30*time.Second)
+	// Every member's every shard, each on its own: a grant by a majority
+	// says nothing of the third member, whose primary may still be inside
+	// the guard and would fail the scenarios' votes on untouched shards.
+	for m := range clients {
+		one := newClient(t, clients[m:m+1], redlock.WithTTL(shardTTL), redlock.WithRestartGuard(shardTTL), redlock.WithAutoRenew(false))
+		for i, s := range lab.Members[0].Shards {
+			key := s.Keys("ready", 1)[0]
+			l := eventuallyLocked(t, 2*shardTTL+5*time.Second, fmt.Sprintf("member %d grants a key on shard %d", m, i), func() (*redlock.Lock, error) {
+				return one.TryLock(ctx, key)
+			})
+			if err := l.Unlock(ctx); err != nil {
+				t.Fatalf("member %d: Unlock %s: %v", m, key, err)
+			}
+		}
+	}
+	b := newClient(t, clients, redlock.WithTTL(shardTTL), redlock.WithRestartGuard(shardTTL), redlock.WithAutoRenew(false), redlock.WithObserver(seen))
 	for i, s := range lab.Members[0].Shards {
 		key := s.Keys("ready", 1)[0]
 		l := eventuallyLocked(t, 2*shardTTL+5*time.Second, "B is granted a key on shard "+string(rune('0'+i)), func() (*redlock.Lock, error) {
@@ -54,14 +69,22 @@ type restartCount struct {
 	redlock.NopObserver
 	member          *redislab.Member
 	byShard, failed [3]atomic.Int64
+
+	mu    sync.Mutex
+	first [3][]string // the first few failures per shard, for the log
 }
 
-func (r *restartCount) NodeFailed(_ context.Context, _, key string, v redlock.NodeVote) {
+func (r *restartCount) NodeFailed(_ context.Context, op, key string, v redlock.NodeVote) {
 	for i, s := range r.member.Shards {
 		if s != r.member.ShardOf(redislab.Slot(key)) {
 			continue
 		}
 		r.failed[i].Add(1)
+		r.mu.Lock()
+		if len(r.first[i]) < 3 {
+			r.first[i] = append(r.first[i], fmt.Sprintf("%s %s node %d: %v", op, key, v.Node, v.Err))
+		}
+		r.mu.Unlock()
 		if errors.Is(v.Err, redlock.ErrNodeRestarted) {
 			r.byShard[i].Add(1)
 		}
@@ -69,9 +92,24 @@ func (r *restartCount) NodeFailed(_ context.Context, _, key string, v redlock.No
 }
 
 func (r *restartCount) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for i := range r.byShard {
 		r.byShard[i].Store(0)
 		r.failed[i].Store(0)
+		r.first[i] = nil
+	}
+}
+
+// logFailures logs the first failed votes on shards.
+func (r *restartCount) logFailures(t *testing.T, shards ...int) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, i := range shards {
+		for _, f := range r.first[i] {
+			t.Logf("shard %d: %s", i, f)
+		}
 	}
 }
 
