@@ -74,6 +74,7 @@ func holdOnShardFor(t *testing.T, ctx context.Context, lab *redislab.Sharded, cl
 		}
 		held[key] = l
 	}
+	awaitLanded(ctx, lab, shard, held)
 	return held
 }
 

@@ -127,7 +127,31 @@ func holdOnShard(t *testing.T, ctx context.Context, lab *redislab.Sharded, clien
 			return a.TryLock(ctx, key)
 		})
 	}
+	awaitLanded(ctx, lab, shard, held)
 	return held
+}
+
+// awaitLanded waits until A's grants of held have landed on shard's
+// primary in every member, or until no call of A can still land (a
+// second past A's node timeout, from the last grant). A TryLock returns
+// once a majority granted: the third member's call may still be in flight
+// and, if the scenario fails that member's primary over meanwhile, it is
+// answered MOVED and redirected to the promoted node — which then holds
+// the key the scenario needs it to lack. Waits for a condition, asserts
+// nothing: a member that did not grant simply lacks the key.
+func awaitLanded(ctx context.Context, lab *redislab.Sharded, shard int, held map[string]*redlock.Lock) {
+	deadline := time.Now().Add(testNodeTimeout + time.Second)
+	for _, m := range lab.Members {
+		p := m.Shards[shard].Primary()
+		for key := range held {
+			for time.Now().Before(deadline) {
+				if has, err := p.Holds(ctx, redlock.Keys(redlock.DefaultPrefix, key).Lock); err == nil && has {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
 }
 
 // tryHoldOnShard is holdOnShard that returns the first failure instead,
@@ -145,6 +169,7 @@ func tryHoldOnShard(t *testing.T, ctx context.Context, lab *redislab.Sharded, cl
 		}
 		held[key] = l
 	}
+	awaitLanded(ctx, lab, shard, held)
 	return held, first
 }
 
@@ -163,9 +188,26 @@ func requireLacks(t *testing.T, ctx context.Context, lab *redislab.Sharded, shar
 				return err == nil
 			})
 			if has {
+				logRoles(t, ctx, lab.Members[m].Shards[shard])
 				t.Fatalf("member %d: primary %s holds %s; want it lost", m, p.Addr(), key)
 			}
 		}
+	}
+}
+
+// logRoles logs what shard's nodes say of their roles and of the cluster,
+// for a failure that finds a promoted node holding what it missed.
+func logRoles(t *testing.T, ctx context.Context, s *redislab.Shard) {
+	t.Helper()
+	for _, n := range []*redislab.Node{s.Primary(), s.Replica()} {
+		if n == nil {
+			continue
+		}
+		c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
+		info, err := c.Info(ctx, "replication").Result()
+		nodes, err2 := c.ClusterNodes(ctx).Result()
+		c.Close()
+		t.Logf("node %s: INFO replication (%v):\n%s\nCLUSTER NODES (%v):\n%s", n.Addr(), err, info, err2, nodes)
 	}
 }
 
