@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/quorum"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
@@ -146,7 +144,7 @@ func TestUnlockReportsLossConfirmedByMajority(t *testing.T) {
 	// TryLock returns once a majority granted: let the others' calls land
 	// first, or one landing after the deletes below grants the lock again.
 	eventually(t, 5*time.Second, "every master granted the lock", func() bool {
-		return testkit.Count(nodes, func(n redis.UniversalClient) bool { return n.Exists(ctx, redlock.DefaultPrefix+"{k}").Val() == 1 }) == len(nodes)
+		return countHeld(t, nodes, "k") == len(nodes)
 	})
 	for _, n := range nodes[:3] {
 		n.Del(ctx, redlock.DefaultPrefix+"{k}")

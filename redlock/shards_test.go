@@ -34,31 +34,27 @@ func shardedMembers(t *testing.T, opts ...redislab.Option) (*redislab.Sharded, [
 	clients := lab.ClusterClients(t)
 	seen := &restartCount{member: lab.Members[0]}
 	ctx := ctxFor(t, 30*time.Second)
+	// c is granted a key on every shard, then releases it.
+	grantEach := func(c *redlock.Client, who string) {
+		for i, s := range lab.Members[0].Shards {
+			key := s.Keys("ready", 1)[0]
+			l := eventuallyLocked(t, 2*shardTTL+5*time.Second, fmt.Sprintf("%s is granted a key on shard %d", who, i), func() (*redlock.Lock, error) {
+				return c.TryLock(ctx, key)
+			})
+			if err := l.Unlock(ctx); err != nil {
+				t.Fatalf("%s: Unlock %s: %v", who, key, err)
+			}
+		}
+	}
 	// Every member's every shard, each on its own: a grant by a majority
 	// says nothing of the third member, whose primary may still be inside
 	// the guard and would fail the scenarios' votes on untouched shards.
 	for m := range clients {
-		one := newClient(t, clients[m:m+1], redlock.WithTTL(shardTTL), redlock.WithRestartGuard(shardTTL), redlock.WithAutoRenew(false))
-		for i, s := range lab.Members[0].Shards {
-			key := s.Keys("ready", 1)[0]
-			l := eventuallyLocked(t, 2*shardTTL+5*time.Second, fmt.Sprintf("member %d grants a key on shard %d", m, i), func() (*redlock.Lock, error) {
-				return one.TryLock(ctx, key)
-			})
-			if err := l.Unlock(ctx); err != nil {
-				t.Fatalf("member %d: Unlock %s: %v", m, key, err)
-			}
-		}
+		grantEach(newClient(t, clients[m:m+1], redlock.WithTTL(shardTTL), redlock.WithRestartGuard(shardTTL), redlock.WithAutoRenew(false)),
+			fmt.Sprintf("member %d alone", m))
 	}
 	b := newClient(t, clients, redlock.WithTTL(shardTTL), redlock.WithRestartGuard(shardTTL), redlock.WithAutoRenew(false), redlock.WithObserver(seen))
-	for i, s := range lab.Members[0].Shards {
-		key := s.Keys("ready", 1)[0]
-		l := eventuallyLocked(t, 2*shardTTL+5*time.Second, "B is granted a key on shard "+string(rune('0'+i)), func() (*redlock.Lock, error) {
-			return b.TryLock(ctx, key)
-		})
-		if err := l.Unlock(ctx); err != nil {
-			t.Fatalf("B: Unlock %s: %v", key, err)
-		}
-	}
+	grantEach(b, "B")
 	seen.reset()
 	return lab, clients, b, seen
 }
