@@ -124,6 +124,14 @@ func (n *Node) flushAll() error {
 // run (EVALSHA and EVAL calls, from INFO commandstats), failing t on error.
 func ScriptCalls(t testing.TB, nodes []redis.UniversalClient) []int64 {
 	t.Helper()
+	return CommandCalls(t, nodes, "evalsha", "eval")
+}
+
+// CommandCalls returns, per client in nodes, how many calls of cmds (named
+// as INFO commandstats names them: "hset", "evalsha") its server has run,
+// the calls scripts make included, failing t on error.
+func CommandCalls(t testing.TB, nodes []redis.UniversalClient, cmds ...string) []int64 {
+	t.Helper()
 	out := make([]int64, len(nodes))
 	for i, n := range nodes {
 		ctx, cancel := withTimeout()
@@ -133,8 +141,8 @@ func ScriptCalls(t testing.TB, nodes []redis.UniversalClient) []int64 {
 			t.Fatalf("redislab: INFO commandstats: %v", err)
 		}
 		for line := range strings.Lines(info) {
-			for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
-				if rest, ok := strings.CutPrefix(line, cmd); ok {
+			for _, cmd := range cmds {
+				if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
 					calls, _, _ := strings.Cut(rest, ",")
 					v, _ := strconv.ParseInt(calls, 10, 64)
 					out[i] += v

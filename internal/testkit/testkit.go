@@ -29,13 +29,23 @@ func Context(t testing.TB, d time.Duration) context.Context {
 // from the test's goroutine.
 func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	if !Within(d, cond) {
+		t.Fatalf("timed out after %v waiting for: %s", d, what)
+	}
+}
+
+// Within polls cond until it holds or d has passed, and reports whether it
+// held: for a preparation that a test may make again when it did not take
+// (Eventually, when it must).
+func Within(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for: %s", d, what)
+			return false
 		}
 		time.Sleep(pollEvery)
 	}
+	return true
 }
 
 // Open returns open(nodes, opts...) — a constructor such as redlock.New —
