@@ -163,7 +163,7 @@ func (a *acquisition) retry(ctx context.Context) (*Lock, error) {
 		if !errors.Is(err, ErrNotObtained) || hopeless(err) {
 			return nil, a.giveUp(ctx, w, err)
 		}
-		last, w.queued = err, true
+		last, w.queued = lastWhole(ctx, err, last), true
 		if wake == nil {
 			listen()
 		}

@@ -17,7 +17,8 @@ var (
 	// *QuorumError, whose votes may match ErrNodeRestarted, ErrStartUnknown,
 	// ErrReplica or ErrSameCluster. An acquisition that stopped because its
 	// ctx ended (or WithMaxWait ran out) says so after the last attempt's
-	// error, on the same line, and matches ctx.Err() as well; one stopped by
+	// error — the attempt before it when the end cut that one's votes short
+	// — on the same line, and matches ctx.Err() as well; one stopped by
 	// Close matches ErrClosed as well.
 	ErrNotObtained = errors.New("redlock: lock not obtained")
 

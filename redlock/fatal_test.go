@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -234,6 +235,76 @@ func TestYoungMajoritySaysHowLong(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
+	}
+}
+
+// guardVotes is an Observer that counts, once armed, the failed votes
+// that match ErrNodeRestarted, and closes seen when they reach want.
+type guardVotes struct {
+	redlock.NopObserver
+	armed atomic.Bool
+	n     atomic.Int32
+	want  int32
+	seen  chan struct{}
+}
+
+func (o *guardVotes) NodeFailed(_ context.Context, _, _ string, v redlock.NodeVote) {
+	if o.armed.Load() && errors.Is(v.Err, redlock.ErrNodeRestarted) && o.n.Add(1) == o.want {
+		close(o.seen)
+	}
+}
+
+// When Lock's deadline cuts an attempt short, its error reports the
+// attempt before, which heard from every master, rather than votes that
+// say only "context deadline exceeded": here the young masters' guard,
+// and when a majority counts in. Two masters freeze after one whole
+// attempt, so the next one is cut by the deadline.
+func TestLockCutByItsDeadlineReportsTheWholeAttemptBefore(t *testing.T) {
+	l := redislab.Start(t, 3) // not trusted
+	l.RequireOwn(t)
+	l.RequireControl(t)
+	o := &guardVotes{want: 3, seen: make(chan struct{})}
+	c := newClient(t, l.Clients(t), redlock.WithRestartGuard(time.Minute), redlock.WithTTL(time.Minute),
+		redlock.WithNodeTimeout(10*time.Second), redlock.WithObserver(o))
+	if _, err := c.TryLock(ctxFor(t, 20*time.Second), "warm-up"); !errors.Is(err, redlock.ErrNodeRestarted) {
+		t.Fatalf("TryLock on young masters = %v, want ErrNodeRestarted", err)
+	}
+	o.armed.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.Lock(ctx, "k")
+		got <- err
+	}()
+	select {
+	case <-o.seen: // one attempt heard every master
+	case <-ctx.Done():
+		t.Fatalf("no attempt heard all three masters before the deadline (%d guard votes)", o.n.Load())
+	}
+	l.Pause(t, 1, 2) // the next attempt waits on them until the deadline
+	err := <-got
+	if !errors.Is(err, redlock.ErrNodeRestarted) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock = %v, want ErrNodeRestarted after waiting to the deadline", err)
+	}
+	var q *redlock.QuorumError
+	if !errors.As(err, &q) {
+		t.Fatalf("Lock = %v, want a *QuorumError", err)
+	}
+	guard := 0
+	for _, v := range q.Votes {
+		if errors.Is(v.Err, context.DeadlineExceeded) {
+			t.Errorf("node %d's vote = %v, want the attempt before the cut one's", v.Node, v.Err)
+		}
+		if errors.Is(v.Err, redlock.ErrNodeRestarted) {
+			guard++
+		}
+	}
+	if guard < q.Need {
+		t.Errorf("%d votes of the guard, want a majority (%d): %v", guard, q.Need, err)
+	}
+	if !strings.Contains(err.Error(), "a majority counts in") {
+		t.Errorf("error %q does not say when a majority counts in", err)
 	}
 }
 

@@ -21,7 +21,7 @@ type stopError struct {
 	op, key string
 	why     error // ctx.Err() or ErrClosed
 	cause   error // context.Cause, when it says more than why
-	last    error // the last attempt's error, or ErrNotObtained if none ran
+	last    error // the last attempt's error (lastWhole), or ErrNotObtained if none ran
 }
 
 // stopped returns the error of a's acquisition when it stops waiting: why
@@ -174,3 +174,23 @@ func (e *guardError) Error() string {
 	return fmt.Sprintf("%v (%v more)", ErrNodeRestarted, e.left.Round(time.Millisecond))
 }
 func (e *guardError) Unwrap() error { return ErrNodeRestarted }
+
+// lastWhole returns the failed attempt whose error a wait that ends now
+// reports: err, the latest attempt's, unless ctx ended while it ran and
+// cut votes of it short — those say only that the deadline came, where
+// last, the attempt before (ErrNotObtained before the first), heard from
+// every node and says why the lock was not obtained. A young master's
+// first calls, which read when it started, are slow enough for a deadline
+// to cut an attempt that way.
+func lastWhole(ctx context.Context, err, last error) error {
+	var cut, before *QuorumError
+	if ctx.Err() == nil || !errors.As(err, &cut) || !errors.As(last, &before) {
+		return err
+	}
+	for _, v := range cut.Votes {
+		if v.Outcome == Failed && errors.Is(v.Err, ctx.Err()) {
+			return last
+		}
+	}
+	return err
+}
