@@ -8,7 +8,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -39,15 +42,57 @@ func spawn(argv []string, dir, logPath string) (*process, error) {
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	faketime := slices.ContainsFunc(argv, func(a string) bool { return filepath.Base(a) == "faketime" })
+	if faketime {
+		sweepFaketime()
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	p := &process{cmd: cmd, exited: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
+		if faketime {
+			removeFaketime(cmd.Process.Pid)
+		}
 		close(p.exited)
 	}()
 	return p, nil
+}
+
+// faketime(1) names a semaphore and a shared memory object after its own
+// PID, and removes them when it exits — but not when it is killed, as Kill
+// and the lab's end kill it (SIGKILL). A later faketime given the same PID
+// (pid_max is 32768 on Debian: a CI run wraps it) then exits at once with
+// "faketime: sem_open: File exists", and its node never starts. The lab
+// removes them once the wrapper is reaped (env, as a wrapper, execs faketime
+// in its own PID), and, before it starts one, those of wrappers no longer
+// running (a test binary killed by its timeout reaps none).
+const shmDir = "/dev/shm"
+
+var faketimePrefixes = []string{"sem.faketime_sem_", "faketime_shm_"}
+
+// removeFaketime removes the objects of the faketime that ran as pid.
+func removeFaketime(pid int) {
+	for _, prefix := range faketimePrefixes {
+		_ = os.Remove(filepath.Join(shmDir, prefix+strconv.Itoa(pid)))
+	}
+}
+
+// sweepFaketime removes the objects of every faketime no longer running.
+func sweepFaketime() {
+	entries, _ := os.ReadDir(shmDir)
+	for _, e := range entries {
+		for _, prefix := range faketimePrefixes {
+			rest, ok := strings.CutPrefix(e.Name(), prefix)
+			if !ok {
+				continue
+			}
+			if pid, err := strconv.Atoi(rest); err == nil && pid > 0 && errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+				_ = os.Remove(filepath.Join(shmDir, e.Name()))
+			}
+		}
+	}
 }
 
 // signal sends sig to the process group while its leader still runs.
