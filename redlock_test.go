@@ -213,7 +213,7 @@ func TestLifecycle(t *testing.T) {
 	// The lab's own goroutines (process waits, redis pool reapers) live until
 	// the test's cleanup; anything else is the library's.
 	if err := goleak.Find(append(testkit.LeakIgnores(),
-		goleak.IgnoreAnyFunction("github.com/seed818c56a1/quorumlock/internal/redislab.spawn.func1"))...); err != nil {
+		goleak.IgnoreAnyFunction("github.com/seed818c56a1/quorumlock/internal/redislab.(*process).reap"))...); err != nil {
 		t.Errorf("goroutines left after Unlock and Close: %v", err)
 	}
 }

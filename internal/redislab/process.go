@@ -50,14 +50,18 @@ func spawn(argv []string, dir, logPath string) (*process, error) {
 		return nil, err
 	}
 	p := &process{cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		if faketime {
-			removeFaketime(cmd.Process.Pid)
-		}
-		close(p.exited)
-	}()
+	go p.reap(faketime)
 	return p, nil
+}
+
+// reap waits for the leader to exit, removes what a faketime leader left
+// behind, and closes exited. Tests that check for leaked goroutines name it.
+func (p *process) reap(faketime bool) {
+	p.err = p.cmd.Wait()
+	if faketime {
+		removeFaketime(p.cmd.Process.Pid)
+	}
+	close(p.exited)
 }
 
 // faketime(1) names a semaphore and a shared memory object after its own
