@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seed818c56a1/quorumlock/internal/redislab"
+	"github.com/seed818c56a1/quorumlock/internal/testkit"
 	"github.com/seed818c56a1/quorumlock/redlock"
 )
 
@@ -140,12 +141,10 @@ func awaitLanded(ctx context.Context, lab *redislab.Sharded, shard int, held map
 	for _, m := range lab.Members {
 		p := m.Shards[shard].Primary()
 		for key := range held {
-			for time.Now().Before(deadline) {
-				if has, err := p.Holds(ctx, redlock.Keys(redlock.DefaultPrefix, key).Lock); err == nil && has {
-					break
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			testkit.Within(time.Until(deadline), func() bool {
+				has, err := p.Holds(ctx, redlock.Keys(redlock.DefaultPrefix, key).Lock)
+				return err == nil && has
+			})
 		}
 	}
 }
