@@ -69,8 +69,10 @@ func Example() {
 }
 
 // A master restarted empty sits out the restart guard (by default the
-// longest TTL in use on the key), as a real one does: with a majority restarted, a lock its
-// holder still holds on the others is not granted to anyone else.
+// longest TTL in use on the key), as a real one does. Here the holder's
+// process ends without Unlock, so its leases run on, and then a majority of
+// the masters restart empty: a client meeting them is still not granted
+// the lock until the leases and the guard have passed.
 func ExampleCluster_Restart() {
 	masters, err := redlocktest.New(5)
 	if err != nil {
@@ -79,16 +81,18 @@ func ExampleCluster_Restart() {
 	defer masters.Close()
 	opts := []redlock.Option{redlock.WithNodeTimeout(redlocktest.NodeTimeout), redlock.WithTTL(time.Second), redlock.WithAutoRenew(false)}
 	holder, _ := redlock.New(masters.Clients(), opts...)
-	defer holder.Close()
-	other, _ := redlock.New(masters.Clients(), opts...)
-	defer other.Close()
 	ctx := context.Background()
 
 	held, err := holder.TryLock(ctx, "report")
 	fmt.Println("held:", err)
+	// Close waits for the holder's calls still in flight, so none of them
+	// reaches a restarted master.
+	holder.Close()
 	for i := range 3 {
 		masters.Restart(i)
 	}
+	other, _ := redlock.New(masters.Clients(), opts...)
+	defer other.Close()
 	_, err = other.TryLock(ctx, "report")
 	fmt.Println("restarted masters not counted:", errors.Is(err, redlock.ErrNodeRestarted))
 
