@@ -20,6 +20,8 @@ type batchCtx struct {
 	deadline time.Time // zero: none
 	done     chan struct{}
 	expired  bool // done is closed
+
+	probe setupProbe // the sender's lone calls' (WithLoneProcess)
 }
 
 func newBatchCtx() *batchCtx {
@@ -83,4 +85,11 @@ func (x *batchCtx) Err() error {
 	return nil
 }
 
-func (*batchCtx) Value(any) any { return nil }
+// Value holds one value: the batch's setup probe, for the Pipe's own hook
+// (setupHook).
+func (x *batchCtx) Value(key any) any {
+	if _, ok := key.(probeKey); ok {
+		return &x.probe
+	}
+	return nil
+}

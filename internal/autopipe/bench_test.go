@@ -29,7 +29,8 @@ func benchLab(b *testing.B) *redislab.Lab {
 }
 
 // BenchmarkDo compares one caller's Do through a Pipe with rdb.Do; held: a
-// Pipe over a client that never retries, whose sender holds its connection.
+// Pipe over a client that never retries, whose sender holds its connection;
+// lone: a Pipe that writes a lone call by Process (WithLoneProcess).
 func BenchmarkDo(b *testing.B) {
 	lab := benchLab(b)
 	rdb, held := lab.Clients(b)[0], lab.Clients(b, noRetries)[0]
@@ -37,6 +38,9 @@ func BenchmarkDo(b *testing.B) {
 		b.Run(fmt.Sprintf("%s/plain", cmd[0]), func(b *testing.B) { benchSequential(b, rdb.Do, cmd) })
 		b.Run(fmt.Sprintf("%s/pipe", cmd[0]), func(b *testing.B) { benchSequential(b, newPipe(b, rdb).Do, cmd) })
 		b.Run(fmt.Sprintf("%s/pipe-held", cmd[0]), func(b *testing.B) { benchSequential(b, newPipe(b, held).Do, cmd) })
+		b.Run(fmt.Sprintf("%s/pipe-lone", cmd[0]), func(b *testing.B) {
+			benchSequential(b, newPipe(b, lab.Clients(b)[0], autopipe.WithLoneProcess()).Do, cmd)
+		})
 	}
 }
 

@@ -5,7 +5,8 @@
 //
 // While a batch is in flight, new calls collect in a queue; the moment the
 // batch's replies are in, the whole queue goes out as the next batch — one
-// go-redis pipeline, one write and one read. When nothing is in flight, a
+// go-redis pipeline (or, for one command, Process: WithLoneProcess), one
+// write and one read. When nothing is in flight, a
 // call goes out at once: there is no timer and no linger. After each batch
 // the sending goroutine yields the processor once (runtime.Gosched), so
 // that callers it has just answered and that call again at once join the
@@ -121,6 +122,13 @@
 // allocates nothing per call beyond the returned *redis.Cmd, and nothing
 // per batch: its queues, call records, batch context and timers are
 // reused.
+//
+// A Pipe given WithLoneProcess writes a batch of one command with the
+// client's Process instead of a one-command pipeline: a lone PING then makes
+// 8 allocations instead of 10 (TestLoneCallAllocatesLess), and a lock cycle
+// of the library (ten lone calls) about 20 fewer. A hook it adds to the
+// client keeps a refused connection set-up apart from the command's own
+// error reply, which Process alone files alike (see WithLoneProcess).
 //
 // Writing a lone call on its caller's goroutine (no hand-off) would need a
 // connection the Pipe reads itself: a caller blocked in a go-redis read

@@ -39,7 +39,9 @@ type Pipe struct {
 	lateWindow  time.Duration
 	// overdueAfter: a batch in flight this long is overdue (0: never).
 	overdueAfter time.Duration
-	held         bool // WithHeldConnections
+	held         bool          // WithHeldConnections
+	lone         bool          // WithLoneProcess asked
+	loneRdb      *redis.Client // lone calls' client, with setupHook; nil: lone calls go as pipelines
 
 	wake chan struct{} // one token per parked sender promised work; cap maxInFlight
 	done chan struct{} // closed by Close
@@ -112,6 +114,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Pipe {
 		opt(p)
 	}
 	p.wake = make(chan struct{}, p.maxInFlight)
+	p.loneRdb = loneClient(rdb, p.lone)
 	return p
 }
 

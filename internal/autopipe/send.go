@@ -133,11 +133,10 @@ func (p *Pipe) run(b *batch) bool {
 		latest := latestDeadline(kept)
 		p.batchContext(b, latest)
 		p.watch(b, latest)
-		_ = b.pl.BatchProcess(b.ctx, b.cmds...)
-		_, err := b.pl.Exec(b.ctx)
+		setup, err := p.exec(b)
 		b.ctx.disarm()
 		b.used = time.Now()
-		p.mend(b, err, unread(b.cmds, err))
+		p.mend(b, err, setup)
 		keep = p.landed(b)
 		p.inFlight.Add(-1)
 		for _, c := range kept {
@@ -148,6 +147,19 @@ func (p *Pipe) run(b *batch) bool {
 	clear(b.cmds)
 	b.calls, b.cmds = b.calls[:0], b.cmds[:0]
 	return keep
+}
+
+// exec writes b's commands and reads their replies: a lone command by
+// Process where the Pipe may (WithLoneProcess), else as one pipeline. It
+// returns the batch's error, and whether that error is the refused set-up
+// of its connection (then on every command, as ErrSetup).
+func (p *Pipe) exec(b *batch) (bool, error) {
+	if len(b.cmds) == 1 && p.loneRdb != nil {
+		return p.processLone(b, b.cmds[0].(*redis.Cmd))
+	}
+	_ = b.pl.BatchProcess(b.ctx, b.cmds...)
+	_, err := b.pl.Exec(b.ctx)
+	return unread(b.cmds, err), err
 }
 
 // batchContext arms b.ctx, the context of a batch whose calls' latest
