@@ -35,6 +35,10 @@ func newRoute(rdb redis.UniversalClient, dedicated bool, nodeTimeout, late time.
 		// behind it no longer than that bound either: an acquisition does
 		// not wait for a patient watchdog batch to a frozen master.
 		opts = append(opts, autopipe.WithOverdueAfter(r.bound))
+		// A lone call (no other in flight to this server) goes out by
+		// Process, on the pipe's own clone (batchClient): fewer
+		// allocations than a one-command pipeline.
+		opts = append(opts, autopipe.WithLoneProcess())
 	}
 	r.pipe = autopipe.New(batchClient(rdb, dedicated), opts...)
 	return r
