@@ -1,6 +1,7 @@
 package redislab
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -11,14 +12,11 @@ import (
 )
 
 // faketimeArgv returns a faketime command that sleeps, skipping t when
-// faketime is not installed (failing it when CI=true).
+// faketime is not installed (failing it when CI=true: unavailable).
 func faketimeArgv(t *testing.T) []string {
 	t.Helper()
 	if _, err := exec.LookPath("faketime"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("faketime not on PATH (CI=true, so this is a failure)")
-		}
-		t.Skip("faketime not on PATH (Debian: apt-get install -y faketime)")
+		unavailable(t, "faketime not on PATH (Debian: apt-get install -y faketime)")
 	}
 	return []string{"faketime", "-f", "+0 x2", "sleep", "60"}
 }
@@ -48,13 +46,11 @@ func TestKilledFaketimeLeavesNoObjects(t *testing.T) {
 	}
 	pid := p.cmd.Process.Pid
 	objects := shmObjects(pid)
-	deadline := time.Now().Add(5 * time.Second)
-	for !exists(objects[0]) {
-		if time.Now().After(deadline) {
-			_ = p.kill()
-			t.Fatalf("faketime (pid %d) made no %s within 5s", pid, objects[0])
-		}
-		time.Sleep(pollInterval)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := waitFor(ctx, "faketime makes "+objects[0], func() (bool, error) { return exists(objects[0]), nil }); err != nil {
+		_ = p.kill()
+		t.Fatalf("faketime (pid %d): %v", pid, err)
 	}
 	if err := p.kill(); err != nil {
 		t.Fatalf("kill: %v", err)
